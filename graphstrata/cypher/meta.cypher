@@ -1,0 +1,41 @@
+// Statements about the graph as a whole: the meta node, schema inspection, counts.
+
+// name: vector_indexes
+// Existing vector indexes with their sizes, to refuse a model of another dimension.
+SHOW VECTOR INDEXES YIELD name, labelsOrTypes, properties, options
+RETURN name, labelsOrTypes AS labels, options.indexConfig.`vector.dimensions` AS dim;
+
+// name: get_meta
+MATCH (m:GraphStrata {id: 'meta'})
+RETURN m.embed_model AS embed_model, m.embed_dim AS embed_dim, m.updated_at AS updated_at,
+       m.schema_version AS schema_version;
+
+// name: init_meta
+// Records which embedding model the graph's vectors come from (first writer wins).
+MERGE (m:GraphStrata {id: 'meta'})
+ON CREATE SET m.embed_model = $embed_model, m.embed_dim = $dim, m.schema_version = $schema_version,
+              m.created_at = datetime(), m.updated_at = datetime()
+RETURN m.embed_model AS embed_model, m.embed_dim AS embed_dim;
+
+// name: touch
+// Marks the graph as changed, so that cached GDS projections older than this are rebuilt.
+MERGE (m:GraphStrata {id: 'meta'})
+SET m.updated_at = datetime();
+
+// name: await_indexes
+CALL db.awaitIndexes($seconds);
+
+// name: label_counts
+// Nodes per label and relationships per type, for `graphstrata stats`.
+CALL db.labels() YIELD label
+CALL (label) { MATCH (n) WHERE label IN labels(n) RETURN count(n) AS n }
+RETURN label, n ORDER BY label;
+
+// name: rel_counts
+CALL db.relationshipTypes() YIELD relationshipType AS type
+CALL (type) { MATCH ()-[r]->() WHERE type(r) = type RETURN count(r) AS n }
+RETURN type, n ORDER BY type;
+
+// name: wipe
+// Deletes every node and relationship, in batches (tests and `graphstrata reset`).
+MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS;

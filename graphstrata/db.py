@@ -1,0 +1,127 @@
+"""The one way graphstrata talks to Neo4j: a driver wrapper with reads, batched UNWIND writes and
+all-or-nothing transactions. Every query is parameterised; query text comes from `graphstrata/cypher/`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from neo4j import Driver, GraphDatabase, ManagedTransaction, Query
+from neo4j.exceptions import AuthError, ServiceUnavailable
+
+from graphstrata.config import Settings, get_settings
+
+T = TypeVar("T")
+DEFAULT_BATCH = 1000
+
+
+class ConnectionError_(RuntimeError):
+    """Neo4j cannot be reached or refuses our credentials."""
+
+
+def connection_params(settings: Settings) -> tuple[str, tuple[str, str]]:
+    """URI and credentials: an explicit NEO4J_URI, or the local launcher's server and password file."""
+    if settings.neo4j_uri:
+        if settings.neo4j_password is None:
+            raise ConnectionError_("NEO4J_URI is set but NEO4J_PASSWORD is not")
+        return settings.neo4j_uri, (settings.neo4j_user, settings.neo4j_password)
+    from graphstrata.neo4j_local import Instance
+
+    inst = Instance.from_settings(settings)
+    password = settings.neo4j_password or inst.password()
+    if password is None:
+        raise ConnectionError_(
+            f"No Neo4j configured: start the local server with `graphstrata neo4j start` "
+            f"(instance {inst.name!r}), or set NEO4J_URI and NEO4J_PASSWORD."
+        )
+    return inst.bolt_uri, ("neo4j", password)
+
+
+def batched(rows: Sequence[T] | Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class Database:
+    """A Neo4j driver bound to one database."""
+
+    def __init__(self, uri: str, auth: tuple[str, str], database: str = "neo4j") -> None:
+        self.uri = uri
+        self.database = database
+        self.driver: Driver = GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=32)
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Database:
+        settings = settings or get_settings()
+        uri, auth = connection_params(settings)
+        db = cls(uri, auth, settings.neo4j_database)
+        try:
+            db.driver.verify_connectivity()
+        except (ServiceUnavailable, OSError) as e:
+            db.close()
+            hint = " Is it running? `graphstrata neo4j status`" if not settings.neo4j_uri else ""
+            raise ConnectionError_(f"Neo4j at {uri} does not answer: {e}.{hint}") from e
+        except AuthError as e:
+            db.close()
+            raise ConnectionError_(f"Neo4j at {uri} refused the credentials: {e}") from e
+        return db
+
+    def close(self) -> None:
+        self.driver.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads and single writes ----------------------------------------------------------
+    def read(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        records, _, _ = self.driver.execute_query(Query(query), params, database_=self.database, routing_="r")
+        return [r.data() for r in records]
+
+    def read_one(self, query: str, **params: Any) -> dict[str, Any] | None:
+        rows = self.read(query, **params)
+        return rows[0] if rows else None
+
+    def write(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        records, _, _ = self.driver.execute_query(Query(query), params, database_=self.database)
+        return [r.data() for r in records]
+
+    def auto(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        """An auto-commit (implicit) transaction: needed by `CALL { … } IN TRANSACTIONS`."""
+        with self.driver.session(database=self.database) as session:
+            return [r.data() for r in session.run(Query(query), params)]
+
+    # --- transactions ---------------------------------------------------------------------
+    def write_tx(self, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run `work` in one write transaction: all of it commits or none (retried on transient errors)."""
+        with self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+    def write_batches(
+        self, query: str, rows: Sequence[dict], batch_size: int = DEFAULT_BATCH, **params: Any
+    ) -> int:
+        """`UNWIND $rows` writes, one transaction per batch; for bulk data that need not be atomic."""
+        n = 0
+        for batch in batched(rows, batch_size):
+            self.write(query, rows=batch, **params)
+            n += len(batch)
+        return n
+
+
+def tx_write_batches(
+    tx: ManagedTransaction, query: str, rows: Sequence[dict], batch_size: int = DEFAULT_BATCH, **params: Any
+) -> int:
+    """`UNWIND $rows` inside a caller's transaction (all batches commit together)."""
+    n = 0
+    for batch in batched(rows, batch_size):
+        tx.run(Query(query), rows=batch, **params).consume()
+        n += len(batch)
+    return n

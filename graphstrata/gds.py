@@ -1,0 +1,63 @@
+"""The one GDS projection helper: named in-memory graphs, reused until the stored graph changes.
+
+Every write that changes the graph bumps ``(:GraphStrata {id:'meta'}).updated_at``; a projection
+created before that instant is stale and is rebuilt on next use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphstrata.cypher import query
+from graphstrata.db import Database
+
+PREFIX = "gs_"
+
+
+@dataclass(frozen=True)
+class Projection:
+    name: str
+    nodes: int
+    rels: int
+    reused: bool
+
+
+class GDS:
+    def __init__(self, db: Database, concurrency: int = 2) -> None:
+        self.db = db
+        self.concurrency = concurrency
+
+    def version(self) -> str:
+        return self.db.read_one("RETURN gds.version() AS v")["v"]
+
+    def exists(self, name: str) -> bool:
+        return bool(self.db.read(query("gds.graph_info"), name=name))
+
+    def drop(self, name: str) -> None:
+        self.db.write(query("gds.graph_drop"), name=name)
+
+    def drop_all(self) -> None:
+        for row in self.db.read(query("gds.graph_list_prefix"), prefix=PREFIX):
+            self.drop(row["name"])
+
+    def project(
+        self, name: str, nodes: Any, rels: Any, config: dict | None = None, *, force: bool = False
+    ) -> Projection:
+        """Project `nodes`/`rels` (GDS native projection maps) as PREFIX+name, reusing a fresh one."""
+        full = name if name.startswith(PREFIX) else PREFIX + name
+        info = self.db.read(query("gds.graph_info"), name=full)
+        if info and not force:
+            stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
+            if not stale or not stale["stale"]:
+                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
+        if info:
+            self.drop(full)
+        row = self.db.write(
+            query("gds.project_native"), name=full, nodes=nodes, rels=rels, config=config or {}
+        )[0]
+        return Projection(full, row["nodes"], row["rels"], reused=False)
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        """Algorithm configuration with the server-appropriate concurrency."""
+        return {"concurrency": self.concurrency, **extra}

