@@ -1,0 +1,1 @@
+"""Ingestion: load, chunk, embed, extract, write, augment."""

