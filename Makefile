@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 
 demo: install
 	$(BIN)/graphstrata neo4j start
-	$(BIN)/graphstrata ingest samples/
-	$(BIN)/graphstrata ask "Which river flows through the city where the Eiffel Tower stands?" --method noderag
+	$(BIN)/graphstrata ingest samples/corpus/
+	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
 
 test: install
 	$(BIN)/python -m pytest

@@ -21,19 +21,13 @@ neo4j_app = typer.Typer(help="Run a local Neo4j + GDS + Browser without Docker."
 app.add_typer(neo4j_app, name="neo4j")
 console = Console(stderr=True)
 
-InstanceOpt = Annotated[
-    str | None, typer.Option("--instance", help="Name of the local server (own data folder).")
-]
+InstanceOpt = Annotated[str | None, typer.Option("--instance", help="Name of the local server (own data folder).")]
 BoltOpt = Annotated[int | None, typer.Option("--bolt-port", help="Bolt port on 127.0.0.1.")]
 HttpOpt = Annotated[int | None, typer.Option("--http-port", help="HTTP (Browser) port on 127.0.0.1.")]
 
 
-def _settings(
-    instance: str | None = None, bolt: int | None = None, http: int | None = None, **kw
-) -> Settings:
-    update = {
-        k: v for k, v in {"instance": instance, "bolt_port": bolt, "http_port": http, **kw}.items() if v
-    }
+def _settings(instance: str | None = None, bolt: int | None = None, http: int | None = None, **kw) -> Settings:
+    update = {k: v for k, v in {"instance": instance, "bolt_port": bolt, "http_port": http, **kw}.items() if v}
     return get_settings().model_copy(update=update)
 
 
@@ -141,6 +135,91 @@ def stats() -> None:
     for r in rels:
         table.add_row("rel", r["type"], str(r["n"]))
     Console().print(table)
+
+
+# --- documents ------------------------------------------------------------------------------
+def print_report(report) -> None:
+    table = Table(
+        "documents new",
+        "replaced",
+        "unchanged",
+        "chunks",
+        "sub-chunks",
+        "entities new",
+        "keywords",
+        title="ingest summary",
+    )
+    table.add_row(
+        *map(
+            str,
+            (
+                report.documents_new,
+                report.documents_replaced,
+                report.documents_unchanged,
+                report.chunks,
+                report.subchunks,
+                report.entities_new,
+                report.keywords,
+            ),
+        )
+    )
+    Console().print(table)
+    stages = ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())
+    Console().print(
+        f"seconds per stage: {stages}; {report.rows_written} rows written ({report.rows_per_second:.0f} rows/s)",
+        highlight=False,
+    )
+    for err in report.errors:
+        console.print(f"[yellow]skipped[/] {err}", highlight=False)
+
+
+@app.command("ingest")
+def ingest(
+    paths: Annotated[list[str], typer.Argument(help="Files or folders (.txt, .md, .json, .jsonl).")],
+    chunk_size: Annotated[int, typer.Option(help="Tokens per chunk (cl100k).")] = 1200,
+    chunk_overlap: Annotated[int, typer.Option(help="Tokens shared by consecutive chunks.")] = 100,
+    semantic: Annotated[
+        bool, typer.Option("--semantic", help="Semantic chunking (semchunk) instead of windows.")
+    ] = False,
+    splits: Annotated[int, typer.Option(help="KET-RAG sub-chunk splits m (2**m pieces).")] = 3,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Ingest documents: chunks, embeddings, the spaCy entity graph and the keyword graph.
+
+    Exit code 2 when some files could not be read (the others are ingested)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.db import ConnectionError_
+    from graphstrata.ingest.pipeline import IngestOptions
+    from graphstrata.schema import SchemaError
+
+    options = IngestOptions(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, chunking="semantic" if semantic else "tokens", splits=splits
+    )
+    try:
+        with GraphStrata() as gs:
+            report = gs.ingest(paths, options, progress=not quiet and sys.stderr.isatty())
+    except (ConnectionError_, SchemaError) as e:
+        _fail(str(e))
+    print_report(report)
+    if report.errors:
+        raise typer.Exit(2)
+
+
+@app.command("delete")
+def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or title.")]) -> None:
+    """Delete a document and whatever only it supported (chunks, entities, keyword counts)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.db import ConnectionError_
+
+    try:
+        with GraphStrata() as gs:
+            found = gs.delete(ref)
+    except ConnectionError_ as e:
+        _fail(str(e))
+    if not found:
+        _fail(f"no document with id, source or title {ref!r}", code=4)
+    for d in found:
+        console.print(f"deleted {d['title']!r} ({d['id']})", highlight=False)
 
 
 def main() -> None:  # pragma: no cover

@@ -54,7 +54,10 @@ class Database:
     def __init__(self, uri: str, auth: tuple[str, str], database: str = "neo4j") -> None:
         self.uri = uri
         self.database = database
-        self.driver: Driver = GraphDatabase.driver(uri, auth=auth, max_connection_pool_size=32)
+        # Notifications (e.g. "property key does not exist" on an empty graph) are not errors here.
+        self.driver: Driver = GraphDatabase.driver(
+            uri, auth=auth, max_connection_pool_size=32, notifications_min_severity="OFF"
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Database:
@@ -105,9 +108,7 @@ class Database:
         with self.driver.session(database=self.database) as session:
             return session.execute_write(work)
 
-    def write_batches(
-        self, query: str, rows: Sequence[dict], batch_size: int = DEFAULT_BATCH, **params: Any
-    ) -> int:
+    def write_batches(self, query: str, rows: Sequence[dict], batch_size: int = DEFAULT_BATCH, **params: Any) -> int:
         """`UNWIND $rows` writes, one transaction per batch; for bulk data that need not be atomic."""
         n = 0
         for batch in batched(rows, batch_size):
@@ -122,6 +123,6 @@ def tx_write_batches(
     """`UNWIND $rows` inside a caller's transaction (all batches commit together)."""
     n = 0
     for batch in batched(rows, batch_size):
-        tx.run(Query(query), rows=batch, **params).consume()
+        tx.run(query, rows=batch, **params).consume()
         n += len(batch)
     return n

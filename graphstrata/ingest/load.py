@@ -1,0 +1,146 @@
+"""Load documents from .txt, .md, .json and .jsonl files, refusing anything that is not text.
+
+A document's identity (``Document.id``) is its source: the file path for .txt/.md, the title for a
+record of a JSON/JSONL corpus (a corpus is a set of titled records). Its content hash
+(``sha256``) decides whether a re-ingest is a no-op (same hash) or a replacement (new hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
+JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
+SUPPORTED = TEXT_SUFFIXES | JSON_SUFFIXES
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+
+
+class LoadError(ValueError):
+    """A file (or a record in it) that cannot be ingested; the message names it."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    source: str  # identity: path of a text file, or title of a corpus record
+    title: str
+    text: str
+
+    @property
+    def id(self) -> str:
+        return hashlib.sha256(f"doc:{self.source}".encode()).hexdigest()[:32]
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(f"{self.title}\n{self.text}".encode()).hexdigest()
+
+
+def _decode(path: Path, data: bytes) -> str:
+    if not data.strip():
+        raise LoadError(str(path), "empty file")
+    if b"\x00" in data[:65536]:
+        raise LoadError(str(path), "binary data (NUL bytes), not text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise LoadError(str(path), f"not UTF-8 text (byte {e.start}: {data[e.start : e.start + 1]!r})") from e
+    controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\n\r\t\f")
+    if controls > 0.01 * min(len(text), 65536):
+        raise LoadError(str(path), "binary data (control characters), not text")
+    return text
+
+
+def _title_of_text(path: Path, text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                return stripped.lstrip("#").strip() or path.stem
+            break
+    return path.stem
+
+
+def _record(path: Path, where: str, obj: object) -> SourceDocument:
+    if not isinstance(obj, dict):
+        raise LoadError(f"{path}{where}", "expected an object with 'title' and 'text'")
+    text, title = obj.get("text"), obj.get("title")
+    if not isinstance(text, str) or not text.strip():
+        raise LoadError(f"{path}{where}", "missing or empty 'text'")
+    if title is not None and not isinstance(title, str):
+        raise LoadError(f"{path}{where}", "'title' must be a string")
+    title = (title or "").strip() or f"{path.stem}{where}"
+    return SourceDocument(source=title, title=title, text=text)
+
+
+def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocument]:
+    """The documents of one file; LoadError if the file (or any record in it) is unusable."""
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED:
+        raise LoadError(str(path), f"unsupported file type {suffix or '(none)'}; use {', '.join(sorted(SUPPORTED))}")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise LoadError(
+                str(path), f"{size} bytes is over the limit of {max_bytes} (GRAPHSTRATA_MAX_DOCUMENT_BYTES)"
+            )
+        text = _decode(path, path.read_bytes())
+    except OSError as e:
+        raise LoadError(str(path), f"cannot read: {e.strerror or e}") from e
+    if suffix in TEXT_SUFFIXES:
+        return [SourceDocument(source=str(path.resolve()), title=_title_of_text(path, text), text=text)]
+    if suffix == ".json":
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise LoadError(str(path), f"invalid JSON at line {e.lineno}: {e.msg}") from e
+        items = obj if isinstance(obj, list) else [obj]
+        return [_record(path, f"[{i}]" if isinstance(obj, list) else "", item) for i, item in enumerate(items)]
+    docs = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LoadError(f"{path}:{lineno}", f"invalid JSON: {e.msg}") from e
+        docs.append(_record(path, f":{lineno}", obj))
+    if not docs:
+        raise LoadError(str(path), "no records")
+    return docs
+
+
+def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files named, and supported files below folders named (sorted, hidden files skipped)."""
+    for p in map(Path, paths):
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.suffix.lower() in SUPPORTED and not any(s.startswith(".") for s in f.parts):
+                    yield f
+        else:
+            yield p
+
+
+def load_paths(
+    paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[list[SourceDocument], list[LoadError]]:
+    """All documents under `paths`, and the files that could not be loaded (each a clear error)."""
+    docs: dict[str, SourceDocument] = {}
+    errors: list[LoadError] = []
+    for f in iter_files(paths):
+        if not f.exists():
+            errors.append(LoadError(str(f), "no such file or folder"))
+            continue
+        try:
+            for d in load_file(f, max_bytes):
+                docs[d.source] = d  # a later record with the same identity wins
+        except LoadError as e:
+            errors.append(e)
+    return list(docs.values()), errors

@@ -1,0 +1,255 @@
+"""Ingestion on a real Neo4j: what lands, idempotence, replacement, deletion, bad input, faults.
+
+The strongest checks compare an incremental history (ingest, change, delete) with a fresh ingest
+of the end state: the two graphs must be identical, counts and weights included.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.ingest import pipeline
+from graphstrata.ingest.chunk import encoder, split_subchunks, token_chunks
+from graphstrata.ingest.load import LoadError, load_file
+from graphstrata.ingest.pipeline import IngestOptions
+
+CURIE = "Marie Curie was born in Warsaw. Marie Curie moved to Paris in 1891."
+PIERRE = "Pierre Curie lived in Paris with Marie Curie."
+OPTS = IngestOptions(chunk_size=1200, chunk_overlap=100)
+
+
+@pytest.fixture
+def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
+    return GraphStrata(neo4j_settings, db=graph)
+
+
+def snapshot(db: Database) -> dict:
+    """Everything but vectors and timestamps, in a comparable form."""
+    nodes = db.read(
+        "MATCH (n) WHERE NOT n:GraphStrata RETURN labels(n)[0] AS label, n.id AS id, "
+        "properties(n) AS p ORDER BY label, id"
+    )
+    for n in nodes:
+        for k in ("embedding", "ingested_at", "_lock"):
+            n["p"].pop(k, None)
+    rels = db.read("MATCH (a)-[r]->(b) RETURN type(r) AS t, a.id AS a, b.id AS b, properties(r) AS p ORDER BY t, a, b")
+    return {"nodes": nodes, "rels": rels}
+
+
+def entity(db: Database, name: str) -> dict | None:
+    return db.read_one("MATCH (e:Entity {normalized: $n}) RETURN e.id AS id, e.type AS type", n=name)
+
+
+def cooc(db: Database, a: str, b: str) -> int | None:
+    row = db.read_one(
+        "MATCH (x:Entity {normalized: $a})-[r:CO_OCCURS]-(y:Entity {normalized: $b}) RETURN r.weight AS w", a=a, b=b
+    )
+    return row["w"] if row else None
+
+
+# --- chunking ---------------------------------------------------------------------------------
+
+
+def test_token_windows_cover_the_text_with_exact_overlap() -> None:
+    text = " ".join(f"word{i}" for i in range(3000))
+    ids = encoder().encode_ordinary(text)
+    pieces = token_chunks(text, 1200, 100)
+    assert len(pieces) == int(np.ceil((len(ids) - 100) / 1100))
+    for a, b in itertools.pairwise(pieces):
+        assert b.start - a.start == 1100
+        assert encoder().encode_ordinary(a.text)[-100:] == encoder().encode_ordinary(b.text)[:100]
+    assert all(p.tokens <= 1200 for p in pieces) and pieces[-1].start + pieces[-1].tokens == len(ids)
+
+
+def test_subchunks_halve_m_times_and_partition_the_chunk() -> None:
+    text = " ".join(f"w{i}" for i in range(2000))
+    ids = encoder().encode_ordinary(text)[:1200]
+    chunk = encoder().decode(ids)
+    subs = split_subchunks(chunk, splits=3, min_tokens=100)
+    assert [s.tokens for s in subs] == [150] * 8
+    assert [t for s in subs for t in encoder().encode_ordinary(s.text)] == ids
+    assert len(split_subchunks(chunk, splits=3, min_tokens=400)) == 2  # 600-token halves only
+    assert len(split_subchunks("short text", splits=3)) == 1
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("empty.txt", b"", "empty"),
+        ("blank.md", b"  \n\n ", "empty"),
+        ("binary.txt", bytes(range(256)) * 4, "binary"),
+        ("latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"), "not UTF-8"),
+        ("image.png", b"\x89PNG\r\n", "unsupported"),
+        ("bad.jsonl", b'{"title": "a", "text": "x"}\n{not json\n', "invalid JSON"),
+        ("notext.jsonl", b'{"title": "a"}\n', "missing or empty 'text'"),
+    ],
+)
+def test_unreadable_input_is_a_clear_error_naming_the_file(tmp_path: Path, name: str, content: bytes, reason: str):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(LoadError, match=reason) as err:
+        load_file(path)
+    assert name in str(err.value)
+
+
+def test_bad_files_leave_the_graph_unchanged(gs: GraphStrata, tmp_path: Path) -> None:
+    (tmp_path / "good.txt").write_text(CURIE)
+    gs.ingest([tmp_path / "good.txt"], OPTS)
+    before = snapshot(gs.db)
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "junk.txt").write_bytes(b"\x00\x01\x02" * 100)
+    report = gs.ingest([tmp_path / "empty.txt", tmp_path / "junk.txt"], OPTS)
+    assert len(report.errors) == 2 and report.documents_new == 0
+    assert snapshot(gs.db) == before
+
+
+# --- what lands -------------------------------------------------------------------------------
+
+
+def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
+    report = gs.ingest_texts([("curie", CURIE), ("pierre", PIERRE)], OPTS)
+    assert (report.documents_new, report.chunks, report.subchunks) == (2, 2, 2)
+    db = gs.db
+    for name, typ in (("marie curie", "PERSON"), ("warsaw", "GPE"), ("paris", "GPE"), ("pierre curie", "PERSON")):
+        assert entity(db, name) == {"id": pipeline.entity_id(name), "type": typ}
+    # one Paris node, mentioned by both chunks; Marie Curie twice in the first chunk
+    rows = db.read(
+        "MATCH (c:Chunk)-[m:MENTIONS]->(:Entity {normalized: 'paris'}) RETURN c.doc_title AS d, m.count AS n"
+    )
+    assert sorted((r["d"], r["n"]) for r in rows) == [("curie", 1), ("pierre", 1)]
+    assert db.read_one(
+        "MATCH (:Chunk {doc_title: 'curie'})-[m:MENTIONS]->(:Entity {normalized: 'marie curie'}) RETURN m.count AS n"
+    ) == {"n": 2}
+    # sentence co-occurrence, summed over documents; none across sentences
+    assert cooc(db, "marie curie", "warsaw") == 1
+    assert cooc(db, "marie curie", "paris") == 2
+    assert cooc(db, "warsaw", "paris") is None
+    # keywords: non-stop words linked to the sub-chunks holding them, embedding = sum of sentence vectors
+    kw = db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.n_sentences AS n, k.embedding AS e")
+    assert kw["n"] == 2
+    sentences = ["Marie Curie moved to Paris in 1891.", PIERRE]
+    expected = gs.embedder.embed(sentences).sum(0)
+    got = np.asarray(kw["e"])
+    assert float(got @ expected / np.linalg.norm(got) / np.linalg.norm(expected)) > 0.9999
+    assert db.read_one("MATCH (k:Keyword {term: 'the'}) RETURN k") is None  # stop word
+    assert db.read("MATCH (k:Keyword {term: 'warsaw'})-[:OCCURS_IN]->(s:SubChunk) RETURN s.text AS t") == [{"t": CURIE}]
+    # vectors on every embedded layer, of the model's size, served by the vector index
+    for label in ("Chunk", "SubChunk", "Entity", "Keyword"):
+        row = db.read_one(
+            f"MATCH (n:{label}) RETURN count(n) AS n, count(n.embedding) AS e, min(size(n.embedding)) AS d"
+        )
+        assert row["n"] == row["e"] and row["d"] == 384, label
+    hit = db.read_one(
+        "CALL db.index.vector.queryNodes('chunk_embedding', 1, $v) YIELD node RETURN node.doc_title AS t",
+        v=gs.embedder.embed(["Where was Marie Curie born?"])[0].tolist(),
+    )
+    assert hit == {"t": "curie"}
+
+
+def test_next_links_keep_document_order(gs: GraphStrata) -> None:
+    text = " ".join(f"Sentence number {i} talks about topic {i % 7}." for i in range(120))
+    gs.ingest_texts([("long", text)], IngestOptions(chunk_size=200, chunk_overlap=20))
+    chain = gs.db.read(
+        "MATCH p = (first:Chunk)-[:NEXT*0..]->(c:Chunk) WHERE NOT ()-[:NEXT]->(first) "
+        "RETURN c.ordinal AS o ORDER BY length(p)"
+    )
+    n = gs.db.read_one("MATCH (c:Chunk) RETURN count(c) AS n")["n"]
+    assert n == len(token_chunks(text, 200, 20)) > 5
+    assert [r["o"] for r in chain] == list(range(n))
+
+
+# --- idempotence, replacement, deletion -------------------------------------------------------
+
+
+def test_reingest_is_a_noop(gs: GraphStrata, tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(json.dumps({"title": t, "text": x}) for t, x in [("curie", CURIE), ("pierre", PIERRE)]))
+    gs.ingest([corpus], OPTS)
+    before = snapshot(gs.db)
+    report = gs.ingest([corpus], OPTS)
+    assert (report.documents_unchanged, report.documents_new, report.rows_written) == (2, 0, 0)
+    assert snapshot(gs.db) == before
+
+
+def test_changed_document_is_replaced_exactly(gs: GraphStrata, graph: Database) -> None:
+    changed = CURIE.replace("Warsaw", "Krakow")
+    gs.ingest_texts([("curie", CURIE), ("pierre", PIERRE)], OPTS)
+    report = gs.ingest_texts([("curie", changed), ("pierre", PIERRE)], OPTS)
+    assert (report.documents_replaced, report.documents_unchanged) == (1, 1)
+    incremental = snapshot(gs.db)
+    kw = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e, k.n_sentences AS n")
+    assert entity(gs.db, "warsaw") is None and entity(gs.db, "krakow") is not None
+    # the same graph as a fresh ingest of the end state
+    from tests.conftest import wipe
+
+    wipe(graph)
+    gs.ingest_texts([("curie", changed), ("pierre", PIERRE)], OPTS)
+    assert snapshot(gs.db) == incremental
+    fresh = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e, k.n_sentences AS n")
+    assert fresh["n"] == kw["n"]
+    np.testing.assert_allclose(kw["e"], fresh["e"], atol=1e-5)
+
+
+def test_delete_removes_what_only_that_document_supported(gs: GraphStrata, graph: Database) -> None:
+    gs.ingest_texts([("curie", CURIE), ("pierre", PIERRE)], OPTS)
+    deleted = gs.delete("curie")
+    assert [d["title"] for d in deleted] == ["curie"]
+    after = snapshot(gs.db)
+    assert entity(gs.db, "warsaw") is None  # only 'curie' mentioned it
+    assert entity(gs.db, "paris") is not None and cooc(gs.db, "marie curie", "paris") == 1
+    from tests.conftest import wipe
+
+    wipe(graph)
+    gs.ingest_texts([("pierre", PIERRE)], OPTS)
+    assert snapshot(gs.db) == after
+    assert gs.delete("no such document") == []
+
+
+# --- faults -----------------------------------------------------------------------------------
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def fault(monkeypatch: pytest.MonkeyPatch):
+    def arm(at: str) -> None:
+        def hook(name: str) -> None:
+            if name == at:
+                raise Boom(f"injected failure before {name}")
+
+        monkeypatch.setattr(pipeline, "FAULT_HOOK", hook)
+
+    return arm
+
+
+@pytest.mark.parametrize("at", ["write_subchunks", "add_keywords", "set_documents"])
+def test_failure_mid_document_leaves_no_partial_document(gs: GraphStrata, fault, at: str) -> None:
+    gs.ingest_texts([("pierre", PIERRE)], OPTS)
+    before = snapshot(gs.db)
+    fault(at)
+    with pytest.raises(Boom):
+        gs.ingest_texts([("curie", CURIE)], OPTS)
+    assert snapshot(gs.db) == before
+
+
+@pytest.mark.parametrize("at", ["delete_document_nodes", "write_chunks", "link_keywords"])
+def test_failure_mid_replacement_keeps_the_old_version(gs: GraphStrata, fault, at: str) -> None:
+    gs.ingest_texts([("curie", CURIE), ("pierre", PIERRE)], OPTS)
+    before = snapshot(gs.db)
+    fault(at)
+    with pytest.raises(Boom):
+        gs.ingest_texts([("curie", CURIE.replace("Warsaw", "Krakow"))], OPTS)
+    assert snapshot(gs.db) == before
