@@ -222,5 +222,68 @@ def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or 
         console.print(f"deleted {d['title']!r} ({d['id']})", highlight=False)
 
 
+# --- questions --------------------------------------------------------------------------------
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    method: Annotated[str, typer.Option("--method", "-m", help="Retrieval method (`graphstrata methods`).")] = "vector",
+    top_k: Annotated[int | None, typer.Option(help="Items before budget packing.")] = None,
+    budget: Annotated[int | None, typer.Option(help="Token budget of the context.")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Method parameter name=value.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The whole answer and retrieval as JSON.")] = False,
+) -> None:
+    """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.db import ConnectionError_
+    from graphstrata.retrieval.base import RetrievalError
+
+    params: dict = {k: v for k, v in {"top_k": top_k, "budget": budget}.items() if v is not None}
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--param takes name=value, got {item!r}")
+        params[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" and _is_json(value) else value
+    try:
+        with GraphStrata() as gs:
+            result = gs.ask(question, method, **params)
+    except (ConnectionError_, RetrievalError) as e:
+        _fail(str(e))
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    out = Console()
+    if result.answer is not None:
+        out.print(result.answer, highlight=False)
+        out.print(f"[dim]cited: {', '.join(result.citations) or 'nothing'} · {result.model} · {method}[/]")
+    else:
+        out.print(f"[yellow]{result.note}[/]")
+    r = result.retrieval
+    for i, item in enumerate(r.items, 1):
+        text = item.text if len(item.text) < 400 else item.text[:400] + "…"
+        out.print(f"[bold][{i}][/] {item.label} {item.node_id} score={item.score:.3f} ({item.why})", highlight=False)
+        out.print(f"    {text}", highlight=False)
+    timings = ", ".join(f"{k} {v:.1f}ms" for k, v in r.timings_ms.items())
+    out.print(f"[dim]{method}: {len(r.items)} items, {r.tokens}/{r.budget} tokens; {timings}[/]")
+
+
+def _is_json(value: str) -> bool:
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    return True
+
+
+@app.command("methods")
+def methods() -> None:
+    """List retrieval methods and their parameters with defaults."""
+    from graphstrata.retrieval.base import available_methods
+
+    for name, info in available_methods().items():
+        props = info["parameters"].get("properties", {})
+        params = ", ".join(f"{k}={v.get('default')}" for k, v in props.items())
+        print(f"{name:12} {info['summary']}\n{'':12} {params}")
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())

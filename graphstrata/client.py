@@ -11,13 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from graphstrata.config import Settings, get_settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
+from graphstrata.generate import Answer, answer
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
+from graphstrata.retrieval.base import RetrievalResult, available_methods, get_retriever
 
 
 class GraphStrata:
@@ -66,6 +69,20 @@ class GraphStrata:
     def delete(self, ref: str) -> list[dict]:
         """Delete documents by id, source path or title, with whatever only they supported."""
         return Ingestor(self.db, self.embedder).delete(ref)
+
+    # --- questions ----------------------------------------------------------------------------
+    def retrieve(self, question: str, method: str = "vector", **params: Any) -> RetrievalResult:
+        """Context for `question` by `method` (see `methods()`), packed into `budget` tokens."""
+        return get_retriever(method, self.db, self.embedder, self.settings).retrieve(question, **params)
+
+    def ask(self, question: str, method: str = "vector", **params: Any) -> Answer:
+        """Retrieve, then answer with the configured model (or return the evidence when none is)."""
+        return answer(question, self.retrieve(question, method, **params), self.settings)
+
+    @staticmethod
+    def methods() -> dict[str, dict[str, Any]]:
+        """Available retrieval methods with their parameters and defaults."""
+        return available_methods()
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Nodes per label and relationships per type."""

@@ -1,5 +1,6 @@
 // The graph model's schema, applied in file order by `graphstrata init` and before the first write.
-// Every statement is idempotent (IF NOT EXISTS). Vector sizes come from the embedding model ($dim).
+// Every statement is idempotent (IF NOT EXISTS). Vector sizes come from the embedding model ($dim);
+// quantisation is off: at our scale exact cosine scores matter more than index memory.
 
 // name: meta_constraint
 // One (:GraphStrata {id: 'meta'}) node records the embedding model and the last write time.
@@ -55,39 +56,39 @@ CREATE CONSTRAINT keyword_id IF NOT EXISTS FOR (n:Keyword) REQUIRE n.id IS UNIQU
 
 // name: chunk_embedding
 CREATE VECTOR INDEX chunk_embedding IF NOT EXISTS FOR (n:Chunk) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: sub_chunk_embedding
 CREATE VECTOR INDEX sub_chunk_embedding IF NOT EXISTS FOR (n:SubChunk) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: entity_embedding
 CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (n:Entity) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: relation_embedding
 CREATE VECTOR INDEX relation_embedding IF NOT EXISTS FOR (n:Relation) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: semantic_unit_embedding
 CREATE VECTOR INDEX semantic_unit_embedding IF NOT EXISTS FOR (n:SemanticUnit) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: attribute_embedding
 CREATE VECTOR INDEX attribute_embedding IF NOT EXISTS FOR (n:Attribute) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: high_level_embedding
 CREATE VECTOR INDEX high_level_embedding IF NOT EXISTS FOR (n:HighLevel) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: summary_embedding
 CREATE VECTOR INDEX summary_embedding IF NOT EXISTS FOR (n:Summary) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: keyword_embedding
 CREATE VECTOR INDEX keyword_embedding IF NOT EXISTS FOR (n:Keyword) ON (n.embedding)
-OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine'}};
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
 // name: entity_name_fulltext
 CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH [n.name, n.normalized];
@@ -96,7 +97,7 @@ CREATE FULLTEXT INDEX entity_name_fulltext IF NOT EXISTS FOR (n:Entity) ON EACH 
 CREATE FULLTEXT INDEX overview_title_fulltext IF NOT EXISTS FOR (n:Overview) ON EACH [n.title];
 
 // name: chunk_text_fulltext
-CREATE FULLTEXT INDEX chunk_text_fulltext IF NOT EXISTS FOR (n:Chunk) ON EACH [n.text];
+CREATE FULLTEXT INDEX chunk_text_fulltext IF NOT EXISTS FOR (n:Chunk) ON EACH [n.text, n.doc_title];
 
 // name: keyword_term_fulltext
 CREATE FULLTEXT INDEX keyword_term_fulltext IF NOT EXISTS FOR (n:Keyword) ON EACH [n.term];

@@ -1,0 +1,1 @@
+"""Pure graph algorithms (numpy in, plain results out) used by the retrieval layers; no database access."""

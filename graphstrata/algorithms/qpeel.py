@@ -1,0 +1,340 @@
+"""Q-Peel (query-aware peeling), the EACS solver of DA-RAG, plus the subgraph metrics it is judged by.
+
+Paper: "DA-RAG" — §5.1 (EACS definition, QRScore Eq. 1), §5.2 (Algorithm 1 Q-Peel), Appendix A.1/A.2
+(density lower bound, diameter upper bound of a connected k-truss), Appendix A.5 (IsValidImprovement
+in O(t) over the removed node's 1-hop neighbourhood) and Appendix B.3 (metric definitions).
+
+Inputs are edge lists of integer node ids and an embedding matrix whose row ``i`` is the embedding of
+node ``i`` (the caller maps database nodes to rows).  Nothing here touches Neo4j.
+
+Reading of Algorithm 1 used here (all choices are the paper's unless marked):
+
+* ``SortByRelevance(S, q)`` sorts ascending by ``cos(A(v), q)`` (least relevant first, §5.2 text);
+  ties are broken by node id so the result is deterministic.
+* ``IsValidImprovement(S', S, q)``: ``QRScore(S') > QRScore(S)`` *and* ``G[S']`` is still a connected
+  k-truss.  ``G[S']`` is the subgraph of the component induced by ``S'``; removing ``v`` only removes
+  the triangles through ``v``, so the k-truss test only has to re-check the edges among ``v``'s
+  neighbours (the O(t) bound of Appendix A.5) plus connectivity.  Edges are never re-peeled: a node
+  whose removal would break the k-truss is simply not removed.
+* The pseudo-code sets ``updated <- true`` once before the component loop, which would skip the
+  refinement of every component after the first; the text says every component is refined, so the
+  flag is reset per component (deviation from the literal pseudo-code, matching its intent).
+* Line 12 keeps the first component on ties (strict ``<``).
+* Density follows Eq. (5) of Appendix A.1, ``2|E| / (|V|(|V|-1))`` — the normalisation under which the
+  A.1 bound holds.  (Appendix B.3 prints ``|E| / (|V|(|V|-1))``, i.e. half of it; pass
+  ``directed=True`` to :func:`density` for that variant.)  A.1 claims density *greater than*
+  ``(k-1)/(|V|-1)`` but proves ``>=``; equality holds exactly when the community is the clique ``K_k``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sized
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphstrata.algorithms.ktruss import (
+    IntArray,
+    connected_components,
+    k_truss,
+    simplify_edges,
+)
+
+__all__ = [
+    "Community",
+    "cosine_similarities",
+    "density",
+    "diameter",
+    "q_peel",
+    "q_peel_communities",
+    "q_peel_component",
+    "qrscore",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Community:
+    """A retrieved community ``H``: sorted node ids, its edges (``(m, 2)``, smaller id first) and metrics."""
+
+    nodes: IntArray
+    edges: IntArray = field(repr=False)
+    k: int
+    qrscore: float
+    density: float
+    diameter: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {
+            "nodes": self.nodes.tolist(),
+            "edges": self.edges.tolist(),
+            "k": self.k,
+            "qrscore": self.qrscore,
+            "density": self.density,
+            "diameter": self.diameter,
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Metrics
+# --------------------------------------------------------------------------------------------------
+
+
+def cosine_similarities(vectors: npt.ArrayLike, query: npt.ArrayLike) -> FloatArray:
+    """``cos(A(v_i), q)`` for every row of ``vectors`` (Eq. 1's summand); zero vectors score 0."""
+    mat = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
+    q = np.asarray(query, dtype=np.float64).ravel()
+    if mat.shape[1] != q.size:
+        raise ValueError(f"embedding dimension {mat.shape[1]} != query dimension {q.size}")
+    norms = np.linalg.norm(mat, axis=1) * np.linalg.norm(q)
+    dots = mat @ q
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def qrscore(node_embeddings: npt.ArrayLike, query: npt.ArrayLike) -> float:
+    """§5.1 Eq. (1): QRScore(H, q) = mean over nodes v of H of cos(A(v), f_embed(q)).
+
+    ``node_embeddings`` holds one row per node of H.
+    """
+    sims = cosine_similarities(node_embeddings, query)
+    if sims.size == 0:
+        raise ValueError("QRScore of an empty community is undefined")
+    return float(sims.mean())
+
+
+def _count(x: int | Sized) -> int:
+    return int(x) if isinstance(x, int | np.integer) else len(x)
+
+
+def density(nodes: int | Sized, edges: int | Sized, *, directed: bool = False) -> float:
+    """Appendix A.1 Eq. (5): 2|E| / (|V|(|V|-1)); ``directed=True`` gives B.3's |E| / (|V|(|V|-1)).
+
+    ``nodes``/``edges`` are counts or collections (their ``len`` is used).  0.0 when |V| < 2.
+    """
+    n_v, n_e = _count(nodes), _count(edges)
+    if n_v < 2:
+        return 0.0
+    return (1 if directed else 2) * n_e / (n_v * (n_v - 1))
+
+
+def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
+    """Appendix B.3: longest finite shortest path (BFS hop count) between two nodes.
+
+    With ``nodes=None`` it is the diameter of the graph spanned by ``edges`` (the quantity Appendix
+    A.2 bounds for a connected k-truss; for a disconnected graph, unreachable pairs are skipped).
+    With ``nodes`` given, distances are measured in the graph ``edges`` (e.g. the global graph G) but
+    only between members of ``nodes`` — B.3's ``max d_G(u, v)`` over ``u, v`` in ``V_H``.
+    """
+    g = simplify_edges(edges)
+    adj: list[list[int]] = [[] for _ in range(g.n_nodes)]
+    for a, b in zip(g.u.tolist(), g.v.tolist(), strict=True):
+        adj[a].append(b)
+        adj[b].append(a)
+    if nodes is None:
+        sources = range(g.n_nodes)
+        is_target = [True] * g.n_nodes
+    else:
+        wanted = np.unique(np.asarray(nodes, dtype=np.int64))
+        pos = np.searchsorted(g.nodes, wanted)
+        present = pos < g.n_nodes
+        present[present] = g.nodes[pos[present]] == wanted[present]
+        sources = pos[present].tolist()  # members absent from the graph are unreachable: ignored
+        is_target = [False] * g.n_nodes
+        for s in sources:
+            is_target[s] = True
+    best = 0
+    for s in sources:
+        dist = [-1] * g.n_nodes
+        dist[s] = 0
+        queue = deque([s])
+        while queue:
+            x = queue.popleft()
+            dx = dist[x] + 1
+            for y in adj[x]:
+                if dist[y] < 0:
+                    dist[y] = dx
+                    queue.append(y)
+                    if is_target[y] and dx > best:
+                        best = dx
+    return best
+
+
+# --------------------------------------------------------------------------------------------------
+# Q-Peel
+# --------------------------------------------------------------------------------------------------
+
+
+class _PeelState:
+    """The working subgraph G[S] of one component: adjacency sets and per-edge triangle support."""
+
+    def __init__(self, n: int, u: IntArray, v: IntArray, k: int) -> None:
+        self.k = k
+        self.adj: list[set[int]] = [set() for _ in range(n)]
+        for a, b in zip(u.tolist(), v.tolist(), strict=True):
+            self.adj[a].add(b)
+            self.adj[b].add(a)
+        self.support: dict[tuple[int, int], int] = {
+            (a, b): len(self.adj[a] & self.adj[b]) for a, b in zip(u.tolist(), v.tolist(), strict=True)
+        }
+        self.alive = [True] * n
+        self.size = n
+        self.n_edges = len(self.support)
+
+    def is_connected_k_truss(self) -> bool:
+        return (
+            self.n_edges > 0
+            and all(s >= self.k - 2 for s in self.support.values())
+            and self._reached_all(start=0, skip=-1, expected=self.size)
+        )
+
+    def _reached_all(self, start: int, skip: int, expected: int, stop_when: set[int] | None = None) -> bool:
+        """BFS over alive nodes (never entering ``skip``); True iff ``expected`` nodes are reached,
+        or earlier, as soon as every node of ``stop_when`` has been reached."""
+        seen = {start}
+        queue = deque([start])
+        pending = set(stop_when) - seen if stop_when is not None else None
+        if pending is not None and not pending:
+            return True
+        while queue:
+            x = queue.popleft()
+            for y in self.adj[x]:
+                if y != skip and y not in seen:
+                    seen.add(y)
+                    queue.append(y)
+                    if pending is not None:
+                        pending.discard(y)
+                        if not pending:
+                            return True
+        return len(seen) == expected
+
+    def can_remove(self, x: int) -> bool:
+        """The structural half of IsValidImprovement: is G[S \\ {x}] still a connected k-truss?"""
+        nbrs = self.adj[x]
+        if self.n_edges - len(nbrs) == 0:
+            return False  # an edgeless remainder is not a community
+        # Each edge (a, b) between two neighbours of x loses exactly the triangle (x, a, b).
+        for a in nbrs:
+            for b in self.adj[a] & nbrs:
+                if a < b and self.support[(a, b)] - 1 < self.k - 2:
+                    return False
+        # G - x splits into pieces that each contain a neighbour of x, so it is connected iff one
+        # BFS from a neighbour reaches all the others.
+        start = next(iter(nbrs))
+        return self._reached_all(start=start, skip=x, expected=self.size - 1, stop_when=nbrs)
+
+    def remove(self, x: int) -> None:
+        nbrs = self.adj[x]
+        for a in nbrs:
+            for b in self.adj[a] & nbrs:
+                if a < b:
+                    self.support[(a, b)] -= 1
+        for a in nbrs:
+            self.adj[a].discard(x)
+            del self.support[(a, x) if a < x else (x, a)]
+        self.n_edges -= len(nbrs)
+        self.adj[x] = set()
+        self.alive[x] = False
+        self.size -= 1
+
+
+def _embedding_rows(embeddings: npt.ArrayLike, nodes: IntArray) -> FloatArray:
+    emb = np.asarray(embeddings, dtype=np.float64)
+    if emb.ndim != 2:
+        raise ValueError(f"embeddings must be a 2-D (n_nodes, dim) matrix, got shape {emb.shape}")
+    if nodes.size and (nodes.min() < 0 or nodes.max() >= emb.shape[0]):
+        raise ValueError(f"node ids must index rows of embeddings (0..{emb.shape[0] - 1})")
+    return emb[nodes]
+
+
+def _community(nodes: IntArray, edges: IntArray, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int) -> Community:
+    return Community(
+        nodes=nodes,
+        edges=edges,
+        k=k,
+        qrscore=qrscore(_embedding_rows(embeddings, nodes), query),
+        density=density(nodes, edges),
+        diameter=diameter(edges),
+    )
+
+
+def q_peel_component(edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int) -> Community:
+    """Algorithm 1, lines 5–11 (§5.2): query-aware peeling of one connected k-truss component.
+
+    Repeatedly removes the least query-relevant node whose removal raises QRScore and leaves a
+    connected k-truss, restarting from the least relevant node after every removal, until no node
+    qualifies.  Raises ``ValueError`` if ``edges`` is not a connected k-truss.
+    """
+    if k < 2:
+        raise ValueError("k must be >= 2")
+    g = simplify_edges(edges)
+    state = _PeelState(g.n_nodes, g.u, g.v, k)
+    if not state.is_connected_k_truss():
+        raise ValueError(f"the component is not a connected {k}-truss")
+    sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
+    order = np.argsort(sims, kind="stable").tolist()  # SortByRelevance: ascending, ties by node id
+    sim = sims.tolist()
+    total = float(sims.sum())
+
+    updated = True
+    while updated:
+        updated = False
+        mean = total / state.size
+        for x in order:
+            if not state.alive[x]:
+                continue
+            # QRScore(S \ {x}) > QRScore(S)  <=>  cos(x) < mean.  The order is ascending, so once a
+            # node fails this test every later one does too.
+            if state.size < 2 or not (total - sim[x]) / (state.size - 1) > mean:
+                break
+            if state.can_remove(x):
+                state.remove(x)
+                total -= sim[x]
+                updated = True
+                break
+
+    keep = np.asarray(state.alive, dtype=bool)
+    kept_edges = keep[g.u] & keep[g.v]
+    edges_out = np.stack([g.nodes[g.u[kept_edges]], g.nodes[g.v[kept_edges]]], axis=1)
+    return _community(g.nodes[keep], edges_out, embeddings, query, k)
+
+
+def q_peel_communities(
+    edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int
+) -> list[Community]:
+    """Algorithm 1, lines 3–11 (§5.2): refine every connected component of the maximal k-truss of G.
+
+    Returns one community per component, best QRScore first (ties keep the component order of
+    :func:`~graphstrata.algorithms.ktruss.k_truss_components`: larger first).
+    """
+    if k < 2:
+        raise ValueError("k must be >= 2")
+    g = simplify_edges(edges)
+    tk = g.edges()[k_truss(g.edges(), k)]  # line 3: T_k
+    if tk.size == 0:
+        return []
+    components = connected_components(tk)  # line 4: C
+    # Map every node of T_k to its component so each component's edges come out in one pass.
+    comp_nodes = np.concatenate(components)
+    comp_of = np.repeat(np.arange(len(components)), [c.size for c in components])
+    by_node = np.argsort(comp_nodes)
+    edge_comp = comp_of[by_node[np.searchsorted(comp_nodes, tk[:, 0], sorter=by_node)]]
+    edge_order = np.argsort(edge_comp, kind="stable")
+    bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(components) + 1))
+    result = [
+        q_peel_component(tk[edge_order[bounds[i] : bounds[i + 1]]], embeddings, query, k)
+        for i in range(len(components))
+    ]
+    result.sort(key=lambda c: -c.qrscore)  # stable: line 12 only replaces H' on a strict improvement
+    return result
+
+
+def q_peel(edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int) -> Community | None:
+    """Algorithm 1 (§5.2): the refined k-truss community with the highest QRScore, or None if G has
+    no k-truss."""
+    communities = q_peel_communities(edges, embeddings, query, k)
+    return communities[0] if communities else None

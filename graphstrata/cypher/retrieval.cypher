@@ -1,0 +1,11 @@
+// Read queries of the retrieval methods (graphstrata/retrieval/).
+
+// name: vector_chunks
+// Vector top-k over chunks (the `vector` baseline; Text-RAG in the papers).
+CALL db.index.vector.queryNodes('chunk_embedding', $k, $vector) YIELD node, score
+RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
+
+// name: fulltext_chunks
+// Lucene full-text over chunk text and document title (the `fulltext` baseline).
+CALL db.index.fulltext.queryNodes('chunk_text_fulltext', $terms, {limit: $k}) YIELD node, score
+RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;

@@ -1,0 +1,171 @@
+"""What every retrieval method shares: typed parameters, one result type, a registry, timing and
+token-budget packing. A method module only says how it finds and ranks context (its paper's
+algorithm); everything around that lives here once."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field, ValidationError
+
+from graphstrata.config import Settings, get_settings
+from graphstrata.db import Database
+from graphstrata.embed import Embedder
+from graphstrata.ingest.chunk import count_tokens
+
+
+class RetrievalError(ValueError):
+    """A retrieval request that cannot be served (unknown method, empty question, bad parameter)."""
+
+
+class ContextItem(BaseModel):
+    """One piece of retrieved context."""
+
+    node_id: str = Field(description="graphstrata id of the node (Chunk, SemanticUnit, Relation …)")
+    label: str = Field(description="its label")
+    text: str
+    score: float = Field(description="the method's own score; higher is better")
+    why: str = Field(description="how the method reached it")
+    chunk_ids: list[str] = Field(default_factory=list, description="source chunks, for provenance and Recall@k")
+    doc_titles: list[str] = Field(default_factory=list)
+    tokens: int = 0
+
+
+class Subgraph(BaseModel):
+    """The part of the graph that explains the result (ids; relationships as `a-TYPE->b`)."""
+
+    nodes: list[str] = Field(default_factory=list)
+    relationships: list[str] = Field(default_factory=list)
+
+
+class RetrievalResult(BaseModel):
+    method: str
+    question: str
+    items: list[ContextItem]
+    subgraph: Subgraph = Field(default_factory=Subgraph)
+    tokens: int = Field(description="tokens of all items (cl100k)")
+    budget: int = Field(description="token budget the items were packed into")
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    notes: dict[str, Any] = Field(default_factory=dict, description="method-specific facts, e.g. branch taken")
+
+    def chunk_ids(self) -> list[str]:
+        """Source chunks in rank order, each once (what Recall@k is measured on)."""
+        seen: dict[str, None] = {}
+        for item in self.items:
+            for c in item.chunk_ids:
+                seen.setdefault(c, None)
+        return list(seen)
+
+    def context_text(self) -> str:
+        return "\n\n".join(f"[{i}] ({it.label} {it.node_id}) {it.text}" for i, it in enumerate(self.items, 1))
+
+
+class RetrieverParams(BaseModel):
+    """Parameters every method has."""
+
+    model_config = {"extra": "forbid"}
+    top_k: int = Field(5, ge=1, le=1000, description="items to return before budget packing")
+    budget: int = Field(4000, ge=1, description="token budget of the context (cl100k tokens)")
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t) * 1000
+
+
+def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
+    """Keep items in rank order while they fit the token budget (the first is cut to fit, never dropped)."""
+    out, used = [], 0
+    for it in items:
+        it.tokens = it.tokens or count_tokens(it.text)
+        if used + it.tokens <= budget:
+            out.append(it)
+            used += it.tokens
+        elif not out:
+            from graphstrata.ingest.chunk import encoder
+
+            ids = encoder().encode_ordinary(it.text)[:budget]
+            out.append(it.model_copy(update={"text": encoder().decode(ids), "tokens": len(ids)}))
+            used = len(ids)
+    return out
+
+
+METHODS: dict[str, type[Retriever]] = {}
+
+
+def register(cls: type[Retriever]) -> type[Retriever]:
+    METHODS[cls.name] = cls
+    return cls
+
+
+class Retriever(ABC):
+    """Base of every method: `retrieve(question, **params) -> RetrievalResult`."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Params: ClassVar[type[RetrieverParams]] = RetrieverParams
+
+    def __init__(self, db: Database, embedder: Embedder, settings: Settings | None = None) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings or get_settings()
+
+    def retrieve(self, question: str, **params: Any) -> RetrievalResult:
+        if not isinstance(question, str) or not question.strip():
+            raise RetrievalError("the question is empty")
+        try:
+            p = self.Params(**params)
+        except ValidationError as e:
+            raise RetrievalError(f"bad parameters for {self.name}: {e}") from e
+        timer = Timer()
+        items, subgraph, notes = self._retrieve(question.strip(), p, timer)
+        with timer.stage("pack"):
+            packed = pack(items, p.budget)
+        return RetrievalResult(
+            method=self.name,
+            question=question,
+            items=packed,
+            subgraph=subgraph,
+            tokens=sum(i.tokens for i in packed),
+            budget=p.budget,
+            timings_ms=timer.ms,
+            params=p.model_dump(),
+            notes=notes,
+        )
+
+    @abstractmethod
+    def _retrieve(self, question: str, p: Any, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        """Find and rank context; return (items best first, explaining subgraph, notes)."""
+
+    def embed_query(self, question: str) -> list[float]:
+        return self.embedder.embed([question])[0].tolist()
+
+
+def get_retriever(method: str, db: Database, embedder: Embedder, settings: Settings | None = None) -> Retriever:
+    _load_methods()
+    if method not in METHODS:
+        raise RetrievalError(f"unknown method {method!r}; available: {', '.join(sorted(METHODS))}")
+    return METHODS[method](db, embedder, settings)
+
+
+def available_methods() -> dict[str, dict[str, Any]]:
+    """Method name → summary and parameter JSON schema (with defaults)."""
+    _load_methods()
+    return {n: {"summary": c.summary, "parameters": c.Params.model_json_schema()} for n, c in sorted(METHODS.items())}
+
+
+def _load_methods() -> None:
+    import graphstrata.retrieval.baselines  # noqa: F401  (modules register themselves on import)

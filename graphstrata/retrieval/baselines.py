@@ -1,0 +1,67 @@
+"""The yardsticks every method is measured against: dense vector top-k over chunks (Text-RAG)
+and Lucene full-text (BM25) over chunks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from graphstrata.cypher import query
+from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+_LUCENE_WORDS = {"AND", "OR", "NOT", "TO"}
+
+
+def lucene_terms(text: str) -> str:
+    """A user's words as a plain OR-query: every Lucene operator escaped, so no input is syntax."""
+    terms = [t for t in re.findall(r"\w+", text) if t.upper() not in _LUCENE_WORDS]
+    return " ".join(_LUCENE_SPECIAL.sub(r"\\\1", t) for t in terms)
+
+
+def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
+    return [
+        ContextItem(
+            node_id=r["id"],
+            label="Chunk",
+            text=f"{r['title']}\n{r['text']}",
+            score=float(r["score"]),
+            why=why,
+            chunk_ids=[r["id"]],
+            doc_titles=[r["title"]],
+        )
+        for r in rows
+    ]
+
+
+@register
+class VectorRetriever(Retriever):
+    name = "vector"
+    summary = "Dense retrieval: vector-index top-k over chunk embeddings (Text-RAG baseline)."
+
+    def _retrieve(
+        self, question: str, p: RetrieverParams, t: Timer
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        with t.stage("embed"):
+            v = self.embed_query(question)
+        with t.stage("search"):
+            rows = self.db.read(query("retrieval.vector_chunks"), k=p.top_k, vector=v)
+        items = chunk_items(rows, "cosine similarity to the question")
+        return items, Subgraph(nodes=[i.node_id for i in items]), {}
+
+
+@register
+class FulltextRetriever(Retriever):
+    name = "fulltext"
+    summary = "Lexical retrieval: Lucene (BM25) full-text over chunk text and titles."
+
+    def _retrieve(
+        self, question: str, p: RetrieverParams, t: Timer
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        q = lucene_terms(question)
+        if not q:
+            return [], Subgraph(), {"query": q}
+        with t.stage("search"):
+            rows = self.db.read(query("retrieval.fulltext_chunks"), k=p.top_k, terms=q)
+        items = chunk_items(rows, "full-text (BM25) match of the question's words")
+        return items, Subgraph(nodes=[i.node_id for i in items]), {"query": q}

@@ -1,0 +1,110 @@
+"""The shared retrieval machinery and the two baselines, on a small hand-made corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.generate import NO_MODEL
+from graphstrata.ingest.chunk import count_tokens
+from graphstrata.retrieval.base import ContextItem, RetrievalError, pack
+
+pytest_plugins = ["tests.conftest_llm"]
+
+DOCS = [
+    ("Seine", "The Seine is a river that flows through Paris and reaches the English Channel at Le Havre."),
+    ("Eiffel Tower", "The Eiffel Tower is a wrought-iron lattice tower in Paris, completed in 1889."),
+    ("Danube", "The Danube flows through Vienna, Budapest and Belgrade into the Black Sea."),
+    ("Photosynthesis", "Photosynthesis converts light energy into chemical energy in plants and algae."),
+    ("Zanzibar", "Zanzibar is an archipelago off the coast of Tanzania, known for cloves and nutmeg."),
+]
+
+
+@pytest.fixture
+def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
+    g = GraphStrata(neo4j_settings, db=graph)
+    g.ingest_texts(DOCS)
+    return g
+
+
+def test_vector_ranks_like_brute_force_cosine(gs: GraphStrata) -> None:
+    question = "Which river runs through the French capital?"
+    result = gs.retrieve(question, "vector", top_k=5)
+    # independent reference: embed the chunk inputs ourselves and rank by cosine in numpy
+    inputs = [f"{t}\n{x}" for t, x in DOCS]
+    vecs = gs.embedder.embed(inputs)
+    q = gs.embedder.embed([question])[0]
+    expected = [DOCS[i][0] for i in np.argsort(-(vecs @ q))]
+    assert [i.doc_titles[0] for i in result.items] == expected
+    assert result.items[0].doc_titles == ["Seine"]
+    for item in result.items:  # the index's scores are the cosines (up to quantisation)
+        i = [t for t, _ in DOCS].index(item.doc_titles[0])
+        assert item.score == pytest.approx((1 + float(vecs[i] @ q)) / 2, abs=2e-3)
+    assert result.chunk_ids() == [i.node_id for i in result.items]
+    assert set(result.timings_ms) >= {"embed", "search", "pack"}
+    assert result.params == {"top_k": 5, "budget": 4000}
+
+
+def test_fulltext_matches_words_and_escapes_lucene_syntax(gs: GraphStrata) -> None:
+    result = gs.retrieve("cloves nutmeg", "fulltext")
+    assert result.items[0].doc_titles == ["Zanzibar"]
+    assert gs.retrieve("Eiffel", "fulltext", top_k=1).items[0].doc_titles == ["Eiffel Tower"]
+    for nasty in ["Paris AND (river", '"unclosed', "*:*", "title:Seine OR 1=1", "\\", "river~2^5 -[x TO y]"]:
+        r = gs.retrieve(nasty, "fulltext")  # never a Lucene syntax error
+        assert all(it.label == "Chunk" for it in r.items)
+    assert gs.retrieve("???", "fulltext").items == []
+
+
+def test_errors_are_clear(gs: GraphStrata) -> None:
+    with pytest.raises(RetrievalError, match=r"unknown method 'nope'.*fulltext.*vector"):
+        gs.retrieve("anything", "nope")
+    for empty in ("", "   "):
+        with pytest.raises(RetrievalError, match="empty"):
+            gs.retrieve(empty, "vector")
+    with pytest.raises(RetrievalError, match="top_k"):
+        gs.retrieve("rivers", "vector", top_k=0)
+    with pytest.raises(RetrievalError, match="colour"):
+        gs.retrieve("rivers", "vector", colour="red")
+
+
+def test_budget_packing() -> None:
+    items = [
+        ContextItem(node_id=str(i), label="Chunk", text="word " * n, score=1.0, why="")
+        for i, n in enumerate([50, 30, 80, 10])
+    ]
+    packed = pack([i.model_copy() for i in items], budget=100)
+    assert [p.node_id for p in packed] == ["0", "1", "3"]  # 80 does not fit after 80 tokens; 10 does
+    assert sum(p.tokens for p in packed) <= 100
+    first_too_big = pack([items[2].model_copy()], budget=20)
+    assert first_too_big[0].tokens == 20 == count_tokens(first_too_big[0].text)
+
+
+def test_result_respects_budget(gs: GraphStrata) -> None:
+    r = gs.retrieve("rivers in Europe", "vector", top_k=5, budget=60)
+    assert 0 < r.tokens <= 60 and len(r.items) < 5
+
+
+def test_ask_without_model_returns_the_evidence(gs: GraphStrata) -> None:
+    a = gs.ask("Where is the Eiffel Tower?", "vector", top_k=2)
+    assert a.answer is None and a.note == NO_MODEL and a.citations == []
+    assert a.retrieval.items[0].doc_titles == ["Eiffel Tower"]
+
+
+def test_ask_with_a_model_cites_node_ids(gs: GraphStrata, fake_openai, tmp_path) -> None:
+    settings = gs.settings.model_copy(
+        update={
+            "openai_base_url": fake_openai.base_url,
+            "openai_api_key": fake_openai.api_key,
+            "chat_model": "fake-chat",
+            "cache_dir": tmp_path,
+        }
+    )
+    with GraphStrata(settings, db=gs.db, embedder=gs.embedder) as g:
+        a = g.ask("Where is the Eiffel Tower?", "vector", top_k=2)
+    assert a.answer and a.answer.startswith("Fake answer") and a.model == "fake-chat"
+    prompt = fake_openai.requests[-1]["body"]["messages"][-1]["content"]
+    assert "[1] Eiffel Tower" in prompt and "Question: Where is the Eiffel Tower?" in prompt
+    assert a.citations and a.citations[0] == a.retrieval.items[0].node_id
