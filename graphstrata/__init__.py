@@ -1,6 +1,6 @@
 """graphstrata: one layered knowledge graph in Neo4j, five graph-RAG retrieval methods over it.
 
-    from graphstrata import GraphStrata
+from graphstrata import GraphStrata
 """
 
 from __future__ import annotations

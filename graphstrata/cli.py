@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -147,6 +149,9 @@ def print_report(report) -> None:
         "sub-chunks",
         "entities new",
         "keywords",
+        "extracted",
+        "relations",
+        "units",
         title="ingest summary",
     )
     table.add_row(
@@ -160,10 +165,27 @@ def print_report(report) -> None:
                 report.subchunks,
                 report.entities_new,
                 report.keywords,
+                report.extracted_chunks,
+                report.relations,
+                report.semantic_units,
             ),
         )
     )
     Console().print(table)
+    if report.llm:
+        # the cost of this ingest per LLM stage (a re-ingest is served by the cache: 0 calls)
+        llm = Table("LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures")
+        for stage, u in report.llm.items():
+            llm.add_row(
+                stage,
+                *(
+                    str(u.get(k, 0))
+                    for k in ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
+                ),
+            )
+        Console().print(llm)
+    else:
+        Console().print("LLM: no calls", highlight=False)
     stages = ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())
     Console().print(
         f"seconds per stage: {stages}; {report.rows_written} rows written ({report.rows_per_second:.0f} rows/s)",
@@ -171,11 +193,36 @@ def print_report(report) -> None:
     )
     for err in report.errors:
         console.print(f"[yellow]skipped[/] {err}", highlight=False)
+    for f in report.failed_chunks:
+        console.print(
+            f"[yellow]extraction failed[/] {f['doc']} chunk {f['chunk']}: {f['error']} "
+            "(written without extraction; the next ingest retries it)",
+            highlight=False,
+        )
+
+
+class ExtractorChoice(StrEnum):
+    auto = "auto"
+    llm = "llm"
+    spacy = "spacy"
+    none = "none"
 
 
 @app.command("ingest")
 def ingest(
-    paths: Annotated[list[str], typer.Argument(help="Files or folders (.txt, .md, .json, .jsonl).")],
+    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders (.txt, .md, .json, .jsonl).")] = None,
+    extractions: Annotated[
+        Path | None,
+        typer.Option(
+            "--extractions",
+            help="Bring-your-own extractions: a JSON-lines file, one document per line with title, text, "
+            "entities and triples (subject, predicate, object); no LLM is called for them.",
+        ),
+    ] = None,
+    extractor: Annotated[
+        ExtractorChoice,
+        typer.Option(help="Knowledge extraction per chunk: auto = the LLM if one is configured, else spaCy."),
+    ] = ExtractorChoice.auto,
     chunk_size: Annotated[int, typer.Option(help="Tokens per chunk (cl100k).")] = 1200,
     chunk_overlap: Annotated[int, typer.Option(help="Tokens shared by consecutive chunks.")] = 100,
     semantic: Annotated[
@@ -184,24 +231,39 @@ def ingest(
     splits: Annotated[int, typer.Option(help="KET-RAG sub-chunk splits m (2**m pieces).")] = 3,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
 ) -> None:
-    """Ingest documents: chunks, embeddings, the spaCy entity graph and the keyword graph.
+    """Ingest documents: chunks, embeddings, the spaCy entity graph, the keyword graph and the
+    extracted knowledge graph (entities, relations, semantic units).
 
-    Exit code 2 when some files could not be read (the others are ingested)."""
+    Exit code 2 when some files could not be read or some chunks' extraction failed (the rest is
+    ingested; a re-run retries the failed chunks)."""
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
-    from graphstrata.ingest.pipeline import IngestOptions
+    from graphstrata.ingest.extract import UserExtractionError
+    from graphstrata.ingest.pipeline import IngestOptions, IngestReport
+    from graphstrata.llm import LLMNotConfigured
     from graphstrata.schema import SchemaError
 
+    if not paths and extractions is None:
+        _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
     options = IngestOptions(
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, chunking="semantic" if semantic else "tokens", splits=splits
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        chunking="semantic" if semantic else "tokens",
+        splits=splits,
+        extractor=extractor.value,
     )
+    progress = not quiet and sys.stderr.isatty()
+    report = IngestReport()
     try:
         with GraphStrata() as gs:
-            report = gs.ingest(paths, options, progress=not quiet and sys.stderr.isatty())
-    except (ConnectionError_, SchemaError) as e:
+            if extractions is not None:
+                report.add(gs.ingest_extractions(extractions, options, progress=progress))
+            if paths:
+                report.add(gs.ingest(paths, options, progress=progress))
+    except (ConnectionError_, SchemaError, LLMNotConfigured, UserExtractionError) as e:
         _fail(str(e))
     print_report(report)
-    if report.errors:
+    if report.errors or report.failed_chunks:
         raise typer.Exit(2)
 
 

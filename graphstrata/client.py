@@ -18,8 +18,10 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
+from graphstrata.ingest.extract import parse_user_extractions
 from graphstrata.ingest.load import SourceDocument
-from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
+from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
+from graphstrata.llm import LLMClient
 from graphstrata.retrieval.base import RetrievalResult, available_methods, get_retriever
 
 
@@ -32,15 +34,28 @@ class GraphStrata:
         *,
         db: Database | None = None,
         embedder: Embedder | None = None,
+        llm: LLMClient | None = None,
     ) -> None:
         self.settings = settings or get_settings()
         self._own_db = db is None
         self.db = db or Database.from_settings(self.settings)
         self.embedder = embedder or get_embedder(self.settings)
+        self._llm = llm
+        self._own_llm = False
+
+    @property
+    def llm(self) -> LLMClient | None:
+        """The LLM client (one per GraphStrata: one cache, one usage ledger); None in no-LLM mode."""
+        if self._llm is None and self.settings.llm_enabled:
+            self._llm = LLMClient.from_settings(self.settings)
+            self._own_llm = True
+        return self._llm
 
     def close(self) -> None:
         if self._own_db:
             self.db.close()
+        if self._own_llm and self._llm is not None:
+            self._llm.close()
 
     def __enter__(self) -> GraphStrata:
         return self
@@ -49,22 +64,45 @@ class GraphStrata:
         self.close()
 
     # --- documents ----------------------------------------------------------------------------
+    def _ingestor(self, options: IngestOptions | None, progress: bool) -> Ingestor:
+        options = options or IngestOptions()
+        llm = self.llm if options.extractor in ("auto", "llm") else None
+        return Ingestor(self.db, self.embedder, options, progress, llm=llm)
+
     def ingest(
         self, paths: Iterable[str | Path], options: IngestOptions | None = None, progress: bool = False
     ) -> IngestReport:
         """Load files/folders (.txt, .md, .json, .jsonl) into the graph.
 
         Unchanged documents are skipped, changed ones replaced; unreadable files are listed in
-        ``report.errors`` and never half-written.
+        ``report.errors`` and never half-written. Knowledge extraction per chunk uses the LLM when
+        one is configured, else spaCy (``options.extractor``); chunks whose extraction failed are in
+        ``report.failed_chunks`` and retried by the next ingest; ``report.llm`` has the LLM cost.
         """
-        return Ingestor(self.db, self.embedder, options, progress).ingest(paths)
+        return self._ingestor(options, progress).ingest(paths)
 
     def ingest_texts(
         self, docs: Sequence[tuple[str, str]], options: IngestOptions | None = None, progress: bool = False
     ) -> IngestReport:
         """Ingest (title, text) pairs; the title is the document's identity."""
         sources = [SourceDocument(source=t, title=t, text=x) for t, x in docs]
-        return Ingestor(self.db, self.embedder, options, progress).ingest_documents(sources)
+        return self._ingestor(options, progress).ingest_documents(sources)
+
+    def ingest_extractions(
+        self, path: str | Path, options: IngestOptions | None = None, progress: bool = False
+    ) -> IngestReport:
+        """Ingest a bring-your-own extractions file (JSON lines: ``title``, ``text``, ``entities``,
+        ``triples``; format in :func:`graphstrata.ingest.extract.parse_user_extractions`).
+
+        Each text is chunked as usual; its entities and triples are attached to the chunks that
+        contain them (the first chunk otherwise) with ``extractor='user'``; no LLM is called. An
+        invalid file raises ``UserExtractionError`` naming every bad line, before anything is written.
+        """
+        docs = [UserExtractedDocument.from_user(d) for d in parse_user_extractions(path)]
+        unique = list({d.source: d for d in docs}.values())  # a later line with the same identity wins
+        # the documents carry their extraction: no extractor (and no LLM) is involved
+        options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
+        return Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
 
     def delete(self, ref: str) -> list[dict]:
         """Delete documents by id, source path or title, with whatever only they supported."""

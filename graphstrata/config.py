@@ -49,12 +49,8 @@ class Settings(BaseSettings):
     http_port: int = Field(7474, validation_alias=AliasChoices("GRAPHSTRATA_HTTP_PORT"))
     heap: str = Field("4g", validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_HEAP"))
     pagecache: str = Field("1g", validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_PAGECACHE"))
-    cache_dir: Path = Field(
-        default_factory=default_cache_dir, validation_alias=AliasChoices("GRAPHSTRATA_CACHE_DIR")
-    )
-    data_dir: Path = Field(
-        default_factory=default_data_dir, validation_alias=AliasChoices("GRAPHSTRATA_DATA_DIR")
-    )
+    cache_dir: Path = Field(default_factory=default_cache_dir, validation_alias=AliasChoices("GRAPHSTRATA_CACHE_DIR"))
+    data_dir: Path = Field(default_factory=default_data_dir, validation_alias=AliasChoices("GRAPHSTRATA_DATA_DIR"))
 
     # --- models ------------------------------------------------------------------------------
     embed_model: str = Field(

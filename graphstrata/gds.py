@@ -53,9 +53,7 @@ class GDS:
                 return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
         if info:
             self.drop(full)
-        row = self.db.write(
-            query("gds.project_native"), name=full, nodes=nodes, rels=rels, config=config or {}
-        )[0]
+        row = self.db.write(query("gds.project_native"), name=full, nodes=nodes, rels=rels, config=config or {})[0]
         return Projection(full, row["nodes"], row["rels"], reused=False)
 
     def params(self, **extra: Any) -> dict[str, Any]:

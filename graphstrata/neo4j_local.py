@@ -275,12 +275,8 @@ class Instance:
     def from_settings(cls, settings: Settings | None = None) -> Instance:
         s = settings or get_settings()
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", s.instance):
-            raise LauncherError(
-                f"instance name {s.instance!r} may only hold letters, digits, '.', '_' and '-'"
-            )
-        return cls(
-            s.instance, s.data_dir / "neo4j" / s.instance, s.bolt_port, s.http_port, s.heap, s.pagecache
-        )
+            raise LauncherError(f"instance name {s.instance!r} may only hold letters, digits, '.', '_' and '-'")
+        return cls(s.instance, s.data_dir / "neo4j" / s.instance, s.bolt_port, s.http_port, s.heap, s.pagecache)
 
     # paths
     @property
@@ -433,9 +429,7 @@ class Instance:
                 return True
             time.sleep(0.5)
         self.stop()
-        raise LauncherError(
-            f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s.\n{self.log_tail()}"
-        )
+        raise LauncherError(f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s.\n{self.log_tail()}")
 
     def _bolt_ready(self) -> bool:
         if not _port_answers(self.bolt_port):

@@ -21,9 +21,9 @@ def reference_embedding(text: str) -> np.ndarray:
     ids = np.array(enc.ids)
 
     def ln(x, p):
-        return (x - x.mean(-1, keepdims=True)) / np.sqrt(
-            x.var(-1, keepdims=True) + cfg["layer_norm_eps"]
-        ) * w[p + ".weight"] + w[p + ".bias"]
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + cfg["layer_norm_eps"]) * w[
+            p + ".weight"
+        ] + w[p + ".bias"]
 
     def lin(x, p):
         return x @ w[p + ".weight"].T + w[p + ".bias"]
@@ -71,17 +71,13 @@ def test_padding_does_not_change_a_vector() -> None:
     emb = get_embedder()
     short = "Paris is the capital of France."
     alone = emb.embed([short])[0]
-    batched = emb.embed(
-        [short, "word " * 200, "A much longer sentence, padded against the short one in a batch."]
-    )[0]
+    batched = emb.embed([short, "word " * 200, "A much longer sentence, padded against the short one in a batch."])[0]
     np.testing.assert_allclose(alone, batched, atol=1e-5)
 
 
 def test_semantics_and_shape() -> None:
     emb = get_embedder()
-    v = emb.embed(
-        ["A man is eating food.", "A man is eating a piece of bread.", "The stock market fell sharply."]
-    )
+    v = emb.embed(["A man is eating food.", "A man is eating a piece of bread.", "The stock market fell sharply."])
     assert v.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
     assert v[0] @ v[1] > 0.6 > 0.2 > v[0] @ v[2]

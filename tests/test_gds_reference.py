@@ -80,9 +80,7 @@ def test_leiden_recovers_planted_communities(empty_db: Database) -> None:
     found = {frozenset(n for n in ours if ours[n] == c) for c in set(ours.values())}
     assert found == {frozenset(b) for b in blocks}
     # GDS's modularity of that partition equals networkx's computation of it
-    stats = empty_db.read_one(
-        "CALL gds.leiden.stats($g, {randomSeed: 42, concurrency: 1}) YIELD modularity", g=p.name
-    )
+    stats = empty_db.read_one("CALL gds.leiden.stats($g, {randomSeed: 42, concurrency: 1}) YIELD modularity", g=p.name)
     assert stats["modularity"] == pytest.approx(nx.community.modularity(g, found), abs=1e-6)
 
 

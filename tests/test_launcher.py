@@ -30,9 +30,7 @@ def local(neo4j_mode: str, neo4j_settings: Settings) -> Instance:
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("graphstrata")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env={**os.environ, **(env or {})}
-    )
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
 def test_status_reports_running_server(local: Instance) -> None:
@@ -91,9 +89,7 @@ def test_loopback_auth_and_secret_file(local: Instance) -> None:
 
 
 def test_port_taken_by_another_process_is_a_clear_error(local: Instance, tmp_path: Path) -> None:
-    other = Instance(
-        "pytest-conflict", tmp_path / "conflict", local.bolt_port, local.http_port, "512m", "64m"
-    )
+    other = Instance("pytest-conflict", tmp_path / "conflict", local.bolt_port, local.http_port, "512m", "64m")
     with pytest.raises(LauncherError, match="taken by another process"):
         other.start()
     assert not (tmp_path / "conflict" / "data").exists()

@@ -5,15 +5,18 @@
 // Takes a write lock on each document node (created if new) and returns its committed content
 // hash, so that concurrent ingests of the same document serialise here and the second one sees
 // the first one's result.
+// `failed`: a chunk's extraction failed last time, so the document is due again even if unchanged.
 UNWIND $ids AS id
 MERGE (d:Document {id: id})
 SET d._lock = coalesce(d._lock, 0) + 1
-RETURN d.id AS id, d.sha256 AS sha256;
+RETURN d.id AS id, d.sha256 AS sha256,
+       EXISTS { (d)-[:HAS_CHUNK]->(:Chunk {extraction_status: 'failed'}) } AS failed;
 
 // name: document_state
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
-RETURN d.id AS id, d.sha256 AS sha256;
+RETURN d.id AS id, d.sha256 AS sha256,
+       EXISTS { (d)-[:HAS_CHUNK]->(:Chunk {extraction_status: 'failed'}) } AS failed;
 
 // name: set_documents
 UNWIND $rows AS r
@@ -24,11 +27,14 @@ SET d.title = r.title, d.source = r.source, d.sha256 = r.sha256, d.chars = r.cha
 REMOVE d._lock;
 
 // name: write_chunks
+// title/description: the DA-RAG chunk layer (§4.1), from the chunk's extraction; extraction_status
+// is ok, failed (retried by the next ingest) or skipped (no extractor, or not a KET-RAG core chunk).
 UNWIND $rows AS r
 MATCH (d:Document {id: r.doc})
 MERGE (c:Chunk {id: r.id})
 SET c.text = r.text, c.tokens = r.tokens, c.ordinal = r.ordinal, c.doc_title = r.doc_title,
-    c.doc_id = r.doc
+    c.doc_id = r.doc, c.title = r.title, c.description = r.description, c.extractor = r.extractor,
+    c.extraction_status = r.extraction_status
 MERGE (d)-[h:HAS_CHUNK]->(c)
 SET h.ordinal = r.ordinal
 WITH c, r
@@ -51,13 +57,17 @@ WITH s, r
 CALL db.create.setNodeVectorProperty(s, 'embedding', r.embedding);
 
 // name: existing_entities
+// Entities that will still exist once the documents being replaced ($replacing) are removed: they
+// keep their name embedding; every other entity of the batch gets one.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
+WHERE EXISTS { MATCH (c:Chunk)-[:MENTIONS]->(e) WHERE NOT c.doc_id IN $replacing }
 RETURN e.id AS id;
 
 // name: merge_entities
-// Entities merge across chunks and documents by normalised name; the first extractor to see one
-// names it. Name embeddings are computed only for entities new to the graph.
+// Entities merge across chunks, documents and extractors by normalised name. Name, type and source
+// set here are provisional: refresh_entities derives them from the MENTIONS records. Name
+// embeddings are computed only for entities new to the graph.
 UNWIND $rows AS r
 MERGE (e:Entity {id: r.id})
 ON CREATE SET e.name = r.name, e.normalized = r.normalized, e.type = r.type, e.source = r.source
@@ -66,11 +76,15 @@ WHERE r.embedding IS NOT NULL AND e.embedding IS NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', r.embedding);
 
 // name: write_mentions
-// The entity<->chunk indexes of E2GraphRAG: MENTIONS with the number of occurrences.
+// The entity<->chunk indexes of E2GraphRAG: MENTIONS with the number of occurrences. Each edge also
+// records what this chunk says of the entity: the surface `name`, the spaCy pass's NER `label`
+// (null if it did not see it) and the chunk extraction's `extractor`, `type` and `description`
+// (null if the extraction does not name it) — the per-chunk facts entity aggregates are made of.
 UNWIND $rows AS r
 MATCH (c:Chunk {id: r.chunk}), (e:Entity {id: r.entity})
 MERGE (c)-[m:MENTIONS]->(e)
-SET m.count = r.count;
+SET m.count = r.count, m.name = r.name, m.label = r.label, m.extractor = r.extractor, m.type = r.type,
+    m.description = r.description;
 
 // name: add_cooccurrence
 // Sentence-level co-occurrence, one edge per unordered pair (stored from the smaller id), weights
@@ -92,17 +106,20 @@ DELETE x;
 // A keyword's embedding is the SUM of the embeddings of the sentences that contain it: the same
 // direction as their mean (all that cosine similarity sees), and updatable by addition when
 // documents come and go. n_sentences counts them.
+// (The old vector is read once into `old`: indexing `k.embedding[i]` re-reads the property per element.)
 UNWIND $rows AS r
 MERGE (k:Keyword {id: r.id})
-ON CREATE SET k.term = r.term, k.n_sentences = r.n, k.embedding = r.sum
-ON MATCH SET k.n_sentences = k.n_sentences + r.n,
-             k.embedding = [i IN range(0, size(r.sum) - 1) | k.embedding[i] + r.sum[i]];
+ON CREATE SET k.term = r.term, k.n_sentences = 0
+WITH k, r, k.embedding AS old
+SET k.n_sentences = k.n_sentences + r.n,
+    k.embedding = CASE WHEN old IS NULL THEN r.sum ELSE [i IN range(0, size(r.sum) - 1) | old[i] + r.sum[i]] END;
 
 // name: subtract_keywords
 UNWIND $rows AS r
 MATCH (k:Keyword {id: r.id})
+WITH k, r, k.embedding AS old
 SET k.n_sentences = k.n_sentences - r.n,
-    k.embedding = [i IN range(0, size(r.sum) - 1) | k.embedding[i] - r.sum[i]]
+    k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
 WITH k WHERE k.n_sentences <= 0
 DETACH DELETE k;
 
@@ -112,6 +129,117 @@ MATCH (k:Keyword {id: r.keyword}), (s:SubChunk {id: r.sub})
 MERGE (k)-[o:OCCURS_IN]->(s)
 SET o.count = r.count;
 
+// name: write_units
+// NodeRAG S: semantic units of a chunk (independent events, paraphrased), in chunk order.
+UNWIND $rows AS r
+MATCH (c:Chunk {id: r.chunk})
+MERGE (u:SemanticUnit {id: r.id})
+SET u.text = r.text, u.extractor = r.extractor, u.chunk_id = r.chunk, u.ordinal = r.ordinal
+MERGE (c)-[h:HAS_UNIT]->(u)
+SET h.ordinal = r.ordinal
+WITH u, r
+CALL db.create.setNodeVectorProperty(u, 'embedding', r.embedding);
+
+// name: link_unit_entities
+UNWIND $rows AS r
+MATCH (u:SemanticUnit {id: r.unit}), (e:Entity {id: r.entity})
+MERGE (u)-[:MENTIONS]->(e);
+
+// name: write_relations
+// NodeRAG R: one Relation node per (chunk, subject, predicate, object) the chunk asserts, between
+// its entities. The plain RELATED edge that mirrors it is maintained by refresh_related.
+UNWIND $rows AS r
+MATCH (c:Chunk {id: r.chunk}), (a:Entity {id: r.a}), (b:Entity {id: r.b})
+MERGE (x:Relation {id: r.id})
+SET x.subject = r.subject, x.predicate = r.predicate, x.object = r.object, x.description = r.description,
+    x.text = r.text, x.extractor = r.extractor, x.chunk_id = r.chunk
+MERGE (c)-[:HAS_RELATION]->(x)
+MERGE (a)-[:SUBJECT_OF]->(x)
+MERGE (x)-[:OBJECT]->(b)
+WITH x, r
+CALL db.create.setNodeVectorProperty(x, 'embedding', r.embedding);
+
+// name: refresh_related
+// One RELATED edge per (subject, predicate, object): weight = the number of chunks asserting it
+// (its Relation nodes), descriptions = their distinct descriptions, most asserted first. Recomputed
+// after any write or removal of such a Relation, so the weight goes down with deleted documents
+// and the edge goes at 0; ties in order are broken by text, so every history gives the same edge.
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
+WITH a, b, r,
+     COUNT { (a)-[:SUBJECT_OF]->(:Relation {predicate: r.p})-[:OBJECT]->(b) } AS n,
+     COLLECT {
+       MATCH (a)-[:SUBJECT_OF]->(x:Relation {predicate: r.p})-[:OBJECT]->(b)
+       WHERE x.description IS NOT NULL
+       WITH x.description AS d, count(*) AS k ORDER BY k DESC, d
+       RETURN d LIMIT $max_descriptions
+     } AS ds,
+     COLLECT {
+       MATCH (a)-[:SUBJECT_OF]->(x:Relation {predicate: r.p})-[:OBJECT]->(b)
+       RETURN DISTINCT x.extractor AS ex ORDER BY ex
+     } AS xs
+OPTIONAL MATCH (a)-[old:RELATED {predicate: r.p}]->(b)
+FOREACH (_ IN CASE WHEN n = 0 AND old IS NOT NULL THEN [1] ELSE [] END | DELETE old)
+WITH a, b, r, n, ds, xs WHERE n > 0
+MERGE (a)-[e:RELATED {predicate: r.p}]->(b)
+SET e.weight = n, e.extractors = xs,
+    e.descriptions = CASE WHEN size(ds) > 0 THEN ds END,
+    e.description = CASE WHEN size(ds) > 0 THEN reduce(s = head(ds), d IN tail(ds) | s + ' ' + d) END;
+
+// name: refresh_entities
+// An entity's shared properties, derived from its MENTIONS records (write_mentions), so they do not
+// depend on which document came first:
+//   name         the surface form most chunks use (ties: alphabetical);
+//   type         the most frequent type given by an LLM or the user, else the spaCy NER label, else
+//                the no-LLM extractor's type;
+//   descriptions distinct per-chunk descriptions, most asserted first; description joins them;
+//   extractors   every extractor that saw it (the spaCy pass counts as 'spacy'); source the primary.
+UNWIND $rows AS r
+MATCH (e:Entity {id: r.id})
+WITH e,
+     COLLECT {
+       MATCH (:Chunk)-[m:MENTIONS]->(e) WHERE m.name IS NOT NULL
+       WITH m.name AS name, count(*) AS k ORDER BY k DESC, name
+       RETURN name LIMIT 1
+     } AS names,
+     COLLECT {
+       MATCH (:Chunk)-[m:MENTIONS]->(e)
+       UNWIND [[0, CASE WHEN m.extractor IN ['llm', 'user'] THEN m.type END], [1, m.label],
+               [2, CASE WHEN m.extractor = 'spacy' THEN m.type END]] AS c
+       WITH c[0] AS rank, c[1] AS t WHERE t IS NOT NULL AND t <> 'UNKNOWN'
+       WITH rank, t, count(*) AS k ORDER BY rank, k DESC, t
+       RETURN t LIMIT 1
+     } AS types,
+     COLLECT {
+       MATCH (:Chunk)-[m:MENTIONS]->(e) WHERE m.description IS NOT NULL
+       WITH m.description AS d, count(*) AS k ORDER BY k DESC, d
+       RETURN d LIMIT $max_descriptions
+     } AS ds,
+     COLLECT {
+       MATCH (:Chunk)-[m:MENTIONS]->(e)
+       UNWIND [m.extractor, CASE WHEN m.label IS NOT NULL THEN 'spacy' END] AS x
+       WITH DISTINCT x WHERE x IS NOT NULL
+       RETURN x ORDER BY x
+     } AS xs
+SET e.name = coalesce(head(names), e.name),
+    e.type = coalesce(head(types), 'UNKNOWN'),
+    e.extractors = xs,
+    e.source = CASE WHEN 'llm' IN xs THEN 'llm' WHEN 'user' IN xs THEN 'user' ELSE 'spacy' END,
+    e.descriptions = CASE WHEN size(ds) > 0 THEN ds END,
+    e.description = CASE WHEN size(ds) > 0 THEN reduce(s = head(ds), d IN tail(ds) | s + ' ' + d) END;
+
+// name: document_refs
+// What a document's removal changes beyond its own nodes: the entities its chunks mention and the
+// RELATED signatures its Relation nodes support (both refreshed after the removal).
+MATCH (d:Document {id: $id})
+RETURN
+  COLLECT { MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity) RETURN DISTINCT e.id AS id } AS entities,
+  COLLECT {
+    MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_RELATION]->(x:Relation),
+          (a:Entity)-[:SUBJECT_OF]->(x)-[:OBJECT]->(b:Entity)
+    RETURN DISTINCT [a.id, x.predicate, b.id] AS sig
+  } AS related;
+
 // name: document_chunks
 // The stored text of a document's chunks and sub-chunks, to undo its contributions.
 MATCH (d:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk)
@@ -120,7 +248,8 @@ WITH c, s ORDER BY c.ordinal, s.ordinal
 RETURN c.id AS chunk, collect({id: s.id, text: s.text}) AS subs;
 
 // name: delete_document_nodes
-// Removes the document, its chunks and sub-chunks, then every entity no chunk mentions any more.
+// Removes the document, its chunks with their sub-chunks, semantic units and Relation nodes, then
+// every entity no chunk mentions any more (with its RELATED and CO_OCCURS edges).
 MATCH (d:Document {id: $id})
 OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
 OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity)
@@ -129,6 +258,16 @@ CALL (chunks) {
   UNWIND chunks AS c
   OPTIONAL MATCH (c)-[:HAS_PART]->(s:SubChunk)
   DETACH DELETE s
+}
+CALL (chunks) {
+  UNWIND chunks AS c
+  OPTIONAL MATCH (c)-[:HAS_UNIT]->(u:SemanticUnit)
+  DETACH DELETE u
+}
+CALL (chunks) {
+  UNWIND chunks AS c
+  OPTIONAL MATCH (c)-[:HAS_RELATION]->(x:Relation)
+  DETACH DELETE x
 }
 CALL (chunks) { UNWIND chunks AS c DETACH DELETE c }
 DETACH DELETE d

@@ -1,13 +1,23 @@
-"""load → chunk → spaCy → embed → write: documents into the chunk, entity and keyword layers.
+"""load → chunk → spaCy → extract → embed → write: documents into the chunk, entity, keyword and
+knowledge-extraction layers (design: "The graph").
 
 Writes are grouped in transactions of whole documents: a document lands completely or not at
 all. Ids are content-derived, so a re-ingest of unchanged text is a no-op; a changed document is
 replaced (its old contributions subtracted) in the same transaction that writes the new one.
+
+Extraction (one :class:`ChunkExtraction` per chunk, from the LLM, spaCy or the user) adds, per
+chunk: a title and description (DA-RAG §4.1 chunk layer), entities merged by normalised name into
+the same ``Entity`` nodes the spaCy pass makes, relations as both ``RELATED`` edges and nodalized
+``Relation`` nodes (NodeRAG R), and ``SemanticUnit`` nodes (NodeRAG S). What several chunks share
+(an entity's type and descriptions, a ``RELATED`` edge's weight and descriptions) is recomputed
+from the per-chunk records in the graph after every write or removal that touches it, so any
+history of ingests, replacements and deletions ends in the graph a fresh ingest would build.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -25,7 +35,17 @@ from graphstrata.db import Database, tx_write_batches
 from graphstrata.embed import Embedder
 from graphstrata.ingest.analyze import Analysis, analyse_texts
 from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
+from graphstrata.ingest.extract import (
+    ChunkExtraction,
+    UserDocument,
+    attach_user_extractions,
+    extract_many_with_spacy,
+    extract_with_llm,
+    normalize_name,
+    occurrences,
+)
 from graphstrata.ingest.load import DEFAULT_MAX_BYTES, LoadError, SourceDocument, load_paths
+from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.schema import apply_schema
 
 #: Fault-injection point for tests: called with each statement's name inside write transactions.
@@ -43,6 +63,17 @@ class IngestOptions(BaseModel):
     batch_documents: int = Field(256, description="documents prepared (chunked, parsed, embedded) at once")
     group_chunks: int = Field(256, description="chunks per write transaction (whole documents only)")
     max_document_bytes: int = DEFAULT_MAX_BYTES
+    extractor: Literal["auto", "llm", "spacy", "none"] = Field(
+        "auto",
+        description="knowledge extraction per chunk: `auto` is the LLM when one is configured, else spaCy "
+        "(the no-LLM extractor); `none` writes no extraction layer",
+    )
+    extract_core_only: bool = Field(
+        False, description="KET-RAG: extract only the core chunks (passed as `core_chunk_ids`), the rest is skipped"
+    )
+    max_descriptions: int = Field(
+        20, description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)"
+    )
 
 
 class IngestReport(BaseModel):
@@ -56,8 +87,16 @@ class IngestReport(BaseModel):
     cooccurrence_pairs: int = 0
     keywords: int = 0
     sentences: int = 0
+    extracted_chunks: int = 0
+    relations: int = 0
+    semantic_units: int = 0
     rows_written: int = 0
     errors: list[str] = Field(default_factory=list)
+    #: Chunks whose extraction failed: ``{doc, title, chunk (ordinal), error}``. Their documents are
+    #: written without that chunk's extraction and retried by the next ingest.
+    failed_chunks: list[dict] = Field(default_factory=list)
+    #: LLM cost of this ingest per stage: calls, prompt/completion tokens, cache hits, retries, failures.
+    llm: dict[str, dict[str, int]] = Field(default_factory=dict)
     seconds: dict[str, float] = Field(default_factory=dict)
 
     @property
@@ -69,6 +108,11 @@ class IngestReport(BaseModel):
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
         self.errors += other.errors
+        self.failed_chunks += other.failed_chunks
+        for stage, counts in other.llm.items():
+            mine = self.llm.setdefault(stage, {})
+            for k, v in counts.items():
+                mine[k] = mine.get(k, 0) + v
         for k, v in other.seconds.items():
             self.seconds[k] = self.seconds.get(k, 0.0) + v
 
@@ -87,6 +131,32 @@ def entity_id(normalized: str) -> str:
 
 def keyword_id(term: str) -> str:
     return _hid("keyword", term)
+
+
+def predicate_key(predicate: str) -> str:
+    """Relations from several chunks merge into one RELATED edge when their predicates agree up to case."""
+    return " ".join(predicate.casefold().split())
+
+
+@dataclass(frozen=True, eq=False)
+class UserExtractedDocument(SourceDocument):
+    """A document of a bring-your-own extractions file: its text plus the user's entities and triples.
+
+    The content hash covers the extractions too, so a changed triple re-ingests the document.
+    """
+
+    extraction: UserDocument | None = None
+
+    @property
+    def sha256(self) -> str:
+        data = self.extraction.model_dump(mode="json", include={"entities", "relations"}) if self.extraction else {}
+        blob = json.dumps(data, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(f"{self.title}\n{self.text}\n{blob}".encode()).hexdigest()
+
+    @classmethod
+    def from_user(cls, doc: UserDocument) -> UserExtractedDocument:
+        """Identity: the line's ``id``, else its ``source``, else its title (as for a JSON-lines corpus)."""
+        return cls(source=doc.id or doc.source or doc.title, title=doc.title, text=doc.text, extraction=doc)
 
 
 @dataclass
@@ -128,6 +198,23 @@ class PreparedDoc:
     adds: Contribution = field(default_factory=Contribution)
     removes: Contribution = field(default_factory=Contribution)
     sentences: int = 0
+    extractions: dict[str, ChunkExtraction] = field(default_factory=dict)  # chunk id -> its extraction
+    failed: list[dict] = field(default_factory=list)  # report rows of chunks whose extraction failed
+    units: list[dict] = field(default_factory=list)
+    unit_links: list[dict] = field(default_factory=list)
+    relations: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class Touched:
+    """Shared aggregates a transaction changed, to recompute from the per-chunk records at its end."""
+
+    entities: set[str] = field(default_factory=set)
+    related: set[tuple[str, str, str]] = field(default_factory=set)  # (subject id, predicate, object id)
+
+    def update(self, other: Touched) -> None:
+        self.entities |= other.entities
+        self.related |= other.related
 
 
 class Stages:
@@ -171,40 +258,71 @@ class Stages:
 
 
 class Ingestor:
+    """Ingests documents into one graph. ``llm``: the client for ``extractor="llm"`` (and ``"auto"``)."""
+
     def __init__(
-        self, db: Database, embedder: Embedder, options: IngestOptions | None = None, progress: bool = False
+        self,
+        db: Database,
+        embedder: Embedder,
+        options: IngestOptions | None = None,
+        progress: bool = False,
+        llm: LLMClient | None = None,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.options = options or IngestOptions()
         self.show_progress = progress
+        self.llm = llm
         apply_schema(db, embedder.name, embedder.dim)
 
+    @property
+    def extractor(self) -> str:
+        """The extractor in effect for ordinary documents: llm, spacy or none."""
+        x = self.options.extractor
+        if x == "auto":
+            return "llm" if self.llm is not None else "spacy"
+        if x == "llm" and self.llm is None:
+            raise LLMNotConfigured(
+                "extractor 'llm' needs an LLM endpoint (OPENAI_BASE_URL/OPENAI_API_KEY and GRAPHSTRATA_CHAT_MODEL)"
+            )
+        return x
+
     # --- public ---------------------------------------------------------------------------
-    def ingest(self, paths: Iterable[str | Path]) -> IngestReport:
+    def ingest(self, paths: Iterable[str | Path], core_chunk_ids: set[str] | None = None) -> IngestReport:
         t = time.perf_counter()
         docs, errors = load_paths(paths, self.options.max_document_bytes)
         load_s = time.perf_counter() - t
-        report = self.ingest_documents(docs)
+        report = self.ingest_documents(docs, core_chunk_ids)
         report.errors = [str(e) for e in errors] + report.errors
         report.seconds["load"] = load_s
         return report
 
-    def ingest_documents(self, docs: Sequence[SourceDocument]) -> IngestReport:
+    def ingest_documents(self, docs: Sequence[SourceDocument], core_chunk_ids: set[str] | None = None) -> IngestReport:
+        """Ingest documents; :class:`UserExtractedDocument` ones carry their own extraction.
+
+        ``core_chunk_ids``: with ``extract_core_only`` (KET-RAG §4.1), the ids of the chunks to
+        extract; every other chunk is written with ``extraction_status='skipped'``.
+        """
+        if self.options.extract_core_only and core_chunk_ids is None:
+            raise ValueError("extract_core_only needs core_chunk_ids (the KET-RAG core chunks)")
+        _ = self.extractor  # fail before any work when the LLM is asked for but not configured
         report = IngestReport()
         stages = Stages(self.show_progress)
+        before = self.llm.usage() if self.llm is not None else {}
         try:
             for start in range(0, len(docs), self.options.batch_documents):
                 batch = docs[start : start + self.options.batch_documents]
                 for attempt in range(5):
                     try:
-                        report.add(self._ingest_batch(batch, stages))
+                        report.add(self._ingest_batch(batch, stages, core_chunk_ids))
                         break
                     except ConcurrentChange:
                         if attempt == 4:
                             raise
         finally:
             stages.close()
+        if self.llm is not None:
+            report.llm = _usage_delta(before, self.llm.usage())
         report.seconds.update({k: round(v, 3) for k, v in stages.seconds.items()})
         return report
 
@@ -246,15 +364,100 @@ class Ingestor:
             i += len(a.sentences)
         return contrib
 
-    def _ingest_batch(self, docs: Sequence[SourceDocument], st: Stages) -> IngestReport:
+    def _extract(self, todo: list[PreparedDoc], st: Stages, core: set[str] | None) -> None:
+        """One :class:`ChunkExtraction` per chunk into ``p.extractions``; failures into ``p.failed``.
+
+        Identical chunk texts are extracted once. LLM calls run ``llm_concurrency`` at a time through
+        :meth:`LLMClient.map`, and its cache makes a re-ingest free. A chunk whose extraction fails
+        (:class:`ExtractionFailed`: invalid output after re-asks, or an endpoint that stays down) is
+        reported and written without extraction; any other error (bad credentials, …) aborts.
+        """
+        mode = self.extractor
+        jobs: dict[str, list[tuple[PreparedDoc, dict]]] = defaultdict(list)
+        for p in todo:
+            if isinstance(p.doc, UserExtractedDocument) and p.doc.extraction is not None:
+                found = attach_user_extractions(p.doc.extraction, [c["text"] for c in p.chunks])
+                p.extractions = {c["id"]: x for c, x in zip(p.chunks, found, strict=True)}
+                continue
+            for c in p.chunks:
+                if mode != "none" and (core is None or not self.options.extract_core_only or c["id"] in core):
+                    jobs[c["text"]].append((p, c))
+        texts = list(jobs)
+        if not texts:
+            return
+        with st.stage("extract", len(texts)) as advance:
+            if mode == "llm":
+                llm = self.llm
+                assert llm is not None
+                results = llm.map(
+                    lambda text: extract_with_llm(llm, text),
+                    texts,
+                    progress=lambda done, total: advance(1),
+                    return_exceptions=True,
+                )
+            else:
+                results = extract_many_with_spacy(texts, advance)
+        for text, result in zip(texts, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, ExtractionFailed):
+                raise result
+            for p, c in jobs[text]:
+                if isinstance(result, ExtractionFailed):
+                    failure = {"doc": p.doc.source, "title": p.doc.title, "chunk": c["ordinal"], "error": str(result)}
+                    p.failed.append(failure)
+                else:
+                    p.extractions[c["id"]] = result
+
+    @staticmethod
+    def _extraction_rows(p: PreparedDoc) -> None:
+        """Chunk title/description/status, semantic units and relations of one document (no vectors yet)."""
+        failed = {f["chunk"] for f in p.failed}
+        for c in p.chunks:
+            x = p.extractions.get(c["id"])
+            c["extraction_status"] = "ok" if x else "failed" if c["ordinal"] in failed else "skipped"
+            c["extractor"] = x.extractor if x else None
+            c["title"] = (x.title or None) if x else None
+            c["description"] = (x.description or None) if x else None
+            if x is None:
+                continue
+            for i, u in enumerate(x.semantic_units):
+                uid = _hid("unit", c["id"], i, u.text)
+                p.units.append({"id": uid, "chunk": c["id"], "ordinal": i, "text": u.text, "extractor": u.extractor})
+                p.unit_links += [{"unit": uid, "entity": entity_id(normalize_name(n))} for n in u.entities]
+            seen: set[str] = set()
+            for r in x.relations:
+                a, b = entity_id(normalize_name(r.subject)), entity_id(normalize_name(r.object))
+                pred = predicate_key(r.predicate)
+                rid = _hid("relation", c["id"], a, pred, b)
+                if rid in seen:
+                    continue
+                seen.add(rid)
+                text = f"{r.subject} {r.predicate} {r.object}" + (f" — {r.description}" if r.description else "")
+                p.relations.append(
+                    {
+                        "id": rid,
+                        "chunk": c["id"],
+                        "a": a,
+                        "b": b,
+                        "subject": r.subject,
+                        "predicate": pred,
+                        "object": r.object,
+                        "description": r.description or None,
+                        "text": text,
+                        "extractor": r.extractor,
+                    }
+                )
+
+    def _ingest_batch(self, docs: Sequence[SourceDocument], st: Stages, core: set[str] | None) -> IngestReport:
         o, report = self.options, IngestReport()
-        state = {r["id"]: r["sha256"] for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
+        state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
         for d in docs:
-            if state.get(d.id) == d.sha256:
+            s = state.get(d.id)
+            # A document with a failed chunk is never "unchanged": the next ingest retries it.
+            if s is not None and s["sha256"] == d.sha256 and not s["failed"]:
                 report.documents_unchanged += 1
             else:
-                todo.append(PreparedDoc(d, state.get(d.id)))
+                todo.append(PreparedDoc(d, s["sha256"] if s else None))
         if not todo:
             return report
         for p in todo:
@@ -295,29 +498,53 @@ class Ingestor:
         # spaCy
         with st.stage("spacy", len(subtexts)) as advance:
             analyses = analyse_texts(subtexts, advance)
-        # entities new to the graph get a name embedding
-        all_keys: dict[str, tuple[str, str]] = {}
+        # extract (LLM, spaCy or the user's), then the rows it adds
+        self._extract(todo, st, core)
+        for p in todo:
+            self._extraction_rows(p)
+        # entities new to the graph get a name embedding. An entity that only documents being
+        # replaced mention is deleted and re-created by the replacement, so it counts as new.
+        all_keys: dict[str, str] = {}
         for a in analyses:
             for k, v in a.names.items():
-                all_keys.setdefault(k, v)
-        known = {r["id"] for r in self.db.read(query("ingest.existing_entities"), ids=[entity_id(k) for k in all_keys])}
+                all_keys.setdefault(k, v[0])
+        for p in todo:
+            for x in p.extractions.values():
+                for e in x.entities:
+                    all_keys.setdefault(normalize_name(e.name), e.name)
+        replacing = [p.doc.id for p in todo if p.old_sha is not None]
+        known = {
+            r["id"]
+            for r in self.db.read(
+                query("ingest.existing_entities"), ids=[entity_id(k) for k in all_keys], replacing=replacing
+            )
+        }
         new_keys = [k for k in all_keys if entity_id(k) not in known]
-        # embed: chunks (with their document title), split sub-chunks, sentences, new entity names
+        # embed, in one pass: chunks (with their document title), split sub-chunks, sentences, new
+        # entity names, semantic units and relations (NodeRAG embeds S and R nodes)
         chunk_in = [f"{c['doc_title']}\n{c['text']}" for p in todo for c in p.chunks]
         split_subs = [s for p in todo for s in p.subchunks if not s["whole"]]
         sub_in = [f"{s['text']}" for s in split_subs]
         sent_in = [s.text for a in analyses for s in a.sentences]
-        name_in = [all_keys[k][0] for k in new_keys]
-        inputs = chunk_in + sub_in + sent_in + name_in
+        name_in = [all_keys[k] for k in new_keys]
+        unit_in = [u["text"] for p in todo for u in p.units]
+        rel_in = [r["text"] for p in todo for r in p.relations]
+        inputs = chunk_in + sub_in + sent_in + name_in + unit_in + rel_in
         uniq, inverse = np.unique(np.array(inputs, dtype=object), return_inverse=True) if inputs else ([], [])
         with st.stage("embed", len(uniq)) as advance:
             vecs_u = self.embedder.embed(list(uniq), advance)
         vecs = vecs_u[inverse] if len(inputs) else np.zeros((0, self.embedder.dim), np.float32)
-        chunk_v, sub_v, sent_v, name_v = np.split(vecs, np.cumsum([len(chunk_in), len(sub_in), len(sent_in)]))
+        chunk_v, sub_v, sent_v, name_v, unit_v, rel_v = np.split(
+            vecs, np.cumsum([len(chunk_in), len(sub_in), len(sent_in), len(name_in), len(unit_in)])
+        )
         name_vec = dict(zip(new_keys, name_v, strict=True))
+        for row, v in zip((u for p in todo for u in p.units), unit_v, strict=True):
+            row["embedding"] = v.tolist()
+        for row, v in zip((r for p in todo for r in p.relations), rel_v, strict=True):
+            row["embedding"] = v.tolist()
 
         # assemble rows
-        with st.stage("keywords", len(todo)) as advance:
+        with st.stage("assemble", len(todo)) as advance:
             ci = si = 0
             a_i = sent_i = 0
             for p in todo:
@@ -326,7 +553,9 @@ class Ingestor:
                     c["embedding"] = chunk_v[ci].tolist()
                     chunk_vec[c["id"]] = c["embedding"]
                     ci += 1
-                mention_counts: dict[str, Counter] = defaultdict(Counter)
+                # one MENTIONS row per (chunk, entity): the spaCy pass's count and label, and what
+                # the chunk's extraction says of the entity (refresh_entities aggregates them)
+                mentions: dict[str, dict[str, dict]] = defaultdict(dict)
                 for s in p.subchunks:
                     if s["whole"]:
                         s["embedding"] = chunk_vec[s["chunk"]]
@@ -339,23 +568,32 @@ class Ingestor:
                     sent_i += len(a.sentences)
                     p.sentences += len(a.sentences)
                     p.adds.add_analysis(a, sv)
-                    mention_counts[s["chunk"]].update(a.mentions)
-                    for key, (name, typ) in a.names.items():
+                    for key, n in a.mentions.items():
                         eid = entity_id(key)
-                        if eid not in p.entities:
-                            emb = name_vec.get(key)
-                            p.entities[eid] = {
-                                "id": eid,
-                                "name": name,
-                                "normalized": key,
-                                "type": typ,
-                                "source": "spacy",
-                                "embedding": None if emb is None else emb.tolist(),
-                            }
+                        name, label = a.names[key]
+                        row = mentions[s["chunk"]].setdefault(eid, _mention(s["chunk"], eid, 0, name, label))
+                        row["count"] += n
+                    for key, (name, typ) in a.names.items():
+                        self._entity_row(p, key, name, typ, "spacy", name_vec)
                     for term, idx in a.keyword_sentences().items():
                         p.keyword_links.append({"keyword": keyword_id(term), "sub": s["id"], "count": len(idx)})
-                for cid, counts in mention_counts.items():
-                    p.mentions += [{"chunk": cid, "entity": entity_id(k), "count": n} for k, n in counts.items()]
+                for c in p.chunks:
+                    x = p.extractions.get(c["id"])
+                    for e in x.entities if x else ():
+                        key = normalize_name(e.name)
+                        eid = entity_id(key)
+                        row = mentions[c["id"]].get(eid)
+                        if row is None:  # an entity the spaCy pass did not see: count its name
+                            count = max(1, occurrences(e.name, c["text"]))
+                            row = mentions[c["id"]][eid] = _mention(c["id"], eid, count, e.name, None)
+                        row.update(
+                            name=e.name,
+                            extractor=e.extractor,
+                            type=e.type,
+                            description=e.description or None,
+                        )
+                        self._entity_row(p, key, e.name, e.type, e.extractor, name_vec)
+                p.mentions = [m for rows in mentions.values() for m in rows.values()]
                 advance(1)
 
         # write, in groups of whole documents
@@ -378,6 +616,10 @@ class Ingestor:
                         report.mentions += len(p.mentions)
                         report.sentences += p.sentences
                         report.cooccurrence_pairs += len(p.adds.cooc)
+                        report.extracted_chunks += len(p.extractions)
+                        report.relations += len(p.relations)
+                        report.semantic_units += len(p.units)
+                        report.failed_chunks += p.failed
                         keywords.update(p.adds.kw_n)
                         new_entities.update(e for e, v in p.entities.items() if v["embedding"] is not None)
                         report.rows_written += _row_count(p)
@@ -388,6 +630,21 @@ class Ingestor:
         report.keywords, report.entities_new = len(keywords), len(new_entities)
         return report
 
+    @staticmethod
+    def _entity_row(p: PreparedDoc, key: str, name: str, typ: str, source: str, name_vec: dict) -> None:
+        """The row that creates an entity if it is new (type, source and name are refreshed after)."""
+        eid = entity_id(key)
+        if eid not in p.entities:
+            emb = name_vec.get(key)
+            p.entities[eid] = {
+                "id": eid,
+                "name": name,
+                "normalized": key,
+                "type": typ,
+                "source": source,
+                "embedding": None if emb is None else emb.tolist(),
+            }
+
     # --- transactions ---------------------------------------------------------------------
     @staticmethod
     def _run(tx: ManagedTransaction, name: str, rows: list[dict], **params) -> None:
@@ -397,20 +654,19 @@ class Ingestor:
             tx_write_batches(tx, query(f"ingest.{name}"), rows, **params)
 
     def _write_group(self, tx: ManagedTransaction, group: list[PreparedDoc]) -> set[str]:
-        committed = {
-            r["id"]: r["sha256"] for r in tx.run(query("ingest.lock_documents"), ids=[p.doc.id for p in group])
-        }
+        committed = {r["id"]: r for r in tx.run(query("ingest.lock_documents"), ids=[p.doc.id for p in group])}
         todo = []
         for p in group:
-            now = committed.get(p.doc.id)
-            if now == p.doc.sha256:
+            now = committed[p.doc.id]
+            if now["sha256"] == p.doc.sha256 and not now["failed"]:
                 continue  # another ingest wrote this very version meanwhile
-            if now != p.old_sha:
+            if now["sha256"] != p.old_sha:
                 raise ConcurrentChange(p.doc.source)
             todo.append(p)
+        touched = Touched()
         for p in todo:
             if p.old_sha is not None:
-                self._remove_document(tx, p.doc.id, p.removes)
+                touched.update(self._remove_document(tx, p.doc.id, p.removes))
                 tx.run(query("ingest.lock_documents"), ids=[p.doc.id]).consume()
         adds = Contribution()
         for p in todo:
@@ -447,21 +703,67 @@ class Ingestor:
         self._run(tx, "add_cooccurrence", adds.cooc_rows())
         self._run(tx, "add_keywords", adds.keyword_rows(), batch_size=200)
         self._run(tx, "link_keywords", [k for p in todo for k in p.keyword_links])
+        self._run(tx, "write_units", [u for p in todo for u in p.units])
+        self._run(tx, "link_unit_entities", [u for p in todo for u in p.unit_links])
+        self._run(tx, "write_relations", [r for p in todo for r in p.relations])
+        for p in todo:
+            touched.entities.update(m["entity"] for m in p.mentions)
+            touched.related.update((r["a"], r["predicate"], r["b"]) for r in p.relations)
+        self._refresh(tx, touched)
         self._run(tx, "set_documents", doc_rows)
         return {p.doc.id for p in todo}
 
-    def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution) -> None:
+    def _refresh(self, tx: ManagedTransaction, touched: Touched) -> None:
+        """Recompute entity and RELATED aggregates from what the graph now holds (see module doc)."""
+        limit = self.options.max_descriptions
+        related = [{"a": a, "p": pred, "b": b} for a, pred, b in sorted(touched.related)]
+        self._run(tx, "refresh_related", related, max_descriptions=limit)
+        self._run(tx, "refresh_entities", [{"id": e} for e in sorted(touched.entities)], max_descriptions=limit)
+
+    def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution) -> Touched:
+        """Delete a document's nodes and subtract its counts; returns the aggregates to refresh."""
+        refs = tx.run(query("ingest.document_refs"), id=doc_id).single()
+        touched = Touched()
+        if refs is not None:
+            touched.entities.update(refs["entities"])
+            touched.related.update(tuple(r) for r in refs["related"])
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:
             FAULT_HOOK("delete_document_nodes")
         tx.run(query("ingest.delete_document_nodes"), id=doc_id).consume()
+        return touched
 
     def _delete_tx(self, tx: ManagedTransaction, doc_id: str, sha: str, removes: Contribution) -> None:
         committed = {r["id"]: r["sha256"] for r in tx.run(query("ingest.lock_documents"), ids=[doc_id])}
         if committed.get(doc_id) != sha:
             raise ConcurrentChange(doc_id)
-        self._remove_document(tx, doc_id, removes)
+        self._refresh(tx, self._remove_document(tx, doc_id, removes))
+
+
+def _mention(chunk: str, entity: str, count: int, name: str, label: str | None) -> dict:
+    """A MENTIONS row: ``label`` is the spaCy pass's (None if it did not see the entity); the
+    extraction fills ``extractor``, ``type`` and ``description`` when the chunk's extraction has it."""
+    return {
+        "chunk": chunk,
+        "entity": entity,
+        "count": count,
+        "name": name,
+        "label": label,
+        "extractor": None,
+        "type": None,
+        "description": None,
+    }
+
+
+def _usage_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """What one ingest cost, from the client's running totals (its ledger may be shared)."""
+    out = {}
+    for stage, counts in after.items():
+        delta = {k: v - before.get(stage, {}).get(k, 0) for k, v in counts.items()}
+        if any(delta.values()):
+            out[stage] = delta
+    return out
 
 
 def _row_count(p: PreparedDoc) -> int:
@@ -474,7 +776,18 @@ def _row_count(p: PreparedDoc) -> int:
         + len(p.adds.cooc)
         + len(p.adds.kw_n)
         + len(p.keyword_links)
+        + len(p.units)
+        + len(p.unit_links)
+        + len(p.relations)
     )
 
 
-__all__ = ["IngestOptions", "IngestReport", "Ingestor", "LoadError"]
+__all__ = [
+    "IngestOptions",
+    "IngestReport",
+    "Ingestor",
+    "LoadError",
+    "UserExtractedDocument",
+    "entity_id",
+    "predicate_key",
+]

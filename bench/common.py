@@ -1,0 +1,52 @@
+"""Shared by the benchmarks: a Neo4j of their own (instance `bench`, ports 17689/17476) unless
+NEO4J_URI is given, the hotpotqa_dev100 data, and result writing."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings, get_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+DATA = Path(os.environ.get("GRAPHSTRATA_BENCH_DATA", ROOT.parent / "shared" / "data" / "hotpotqa_dev100"))
+
+
+def bench_settings() -> Settings:
+    base = get_settings()
+    if base.neo4j_uri:
+        return base
+    from graphstrata.neo4j_local import Instance
+
+    s = base.model_copy(update={"instance": "bench", "bolt_port": 17689, "http_port": 17476, "heap": "4g"})
+    Instance.from_settings(s).start()
+    return s
+
+
+def open_graph() -> GraphStrata:
+    return GraphStrata(bench_settings())
+
+
+def wipe(gs: GraphStrata) -> None:
+    if gs.settings.neo4j_uri and os.environ.get("GRAPHSTRATA_BENCH_WIPE") != "1":
+        raise SystemExit("refusing to wipe the database at NEO4J_URI; set GRAPHSTRATA_BENCH_WIPE=1 if it is scratch")
+    from graphstrata.gds import GDS
+
+    gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
+    GDS(gs.db).drop_all()
+
+
+def machine() -> dict:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "when": time.strftime("%Y-%m-%d %H:%M")}
+
+
+def write(name: str, data: dict, markdown: str) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2))
+    (RESULTS / f"{name}.md").write_text(markdown)
+    print(markdown)

@@ -1,0 +1,86 @@
+"""Retrieval benchmark on hotpotqa_dev100: every method, same graph, same run.
+
+    python bench/retrieval.py [--methods vector,fulltext,...]   # bench/results/retrieval.{json,md}
+
+Recall@k: share of a question's gold supporting passages among the first k distinct passages
+(chunks) a method returns. Coverage: share of questions whose gold answer string occurs in the
+context packed into COVERAGE_BUDGET tokens (KET-RAG's measure; yes/no answers reported apart).
+Latency: wall time of `retrieve`, p50/p95 over the 100 questions, after one warm-up query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from common import DATA, machine, open_graph, write
+
+from graphstrata.retrieval.base import available_methods
+
+COVERAGE_BUDGET = 1000
+
+
+def ensure_corpus(gs) -> None:
+    n = gs.db.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"]
+    if n < 994:
+        print("ingesting the corpus first (bench/ingest.py measures that)")
+        gs.ingest([DATA / "corpus.jsonl"])
+
+
+def evaluate(gs, method: str, questions: list[dict]) -> dict:
+    titles = {r["id"]: r["t"] for r in gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.doc_title AS t")}
+    gs.retrieve(questions[0]["question"], method)  # warm-up
+    r2, r5, cov, cov_text, toks, ms = [], [], [], [], [], []
+    for q in questions:
+        t = time.perf_counter()
+        res = gs.retrieve(q["question"], method, top_k=10, budget=COVERAGE_BUDGET)
+        ms.append((time.perf_counter() - t) * 1000)
+        ranked = list(dict.fromkeys(titles.get(c) for c in res.chunk_ids()))
+        gold = set(q["supporting_titles"])
+        r2.append(len(gold & set(ranked[:2])) / len(gold))
+        r5.append(len(gold & set(ranked[:5])) / len(gold))
+        hit = q["answer"].lower() in " ".join(i.text for i in res.items).lower()
+        (cov if q["answer"].lower() in ("yes", "no") else cov_text).append(hit)
+        toks.append(res.tokens)
+    return {
+        "recall@2": round(float(np.mean(r2)), 3),
+        "recall@5": round(float(np.mean(r5)), 3),
+        "coverage": round(float(np.mean(cov_text)), 3),
+        "coverage_questions": len(cov_text),
+        "mean_tokens": round(float(np.mean(toks)), 1),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+    }
+
+
+def main(methods: list[str]) -> dict:
+    questions = [json.loads(line) for line in (DATA / "questions.jsonl").read_text().splitlines() if line.strip()]
+    with open_graph() as gs:
+        ensure_corpus(gs)
+        rows = {m: evaluate(gs, m, questions) for m in methods}
+    md = [
+        "# Retrieval benchmark (hotpotqa_dev100, 100 questions over the pooled 994 passages, no LLM)",
+        "",
+        f"{machine()['cpus']} CPUs, {machine()['when']}. Coverage: gold answer string within {COVERAGE_BUDGET} "
+        "context tokens, over the questions whose answer is not yes/no.",
+        "",
+        "| method | Recall@2 | Recall@5 | Coverage | mean tokens | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|",
+        *[
+            f"| {m} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {r['coverage']:.3f} | {r['mean_tokens']:.0f} | "
+            f"{r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
+            for m, r in rows.items()
+        ],
+        "",
+    ]
+    data = {"machine": machine(), "coverage_budget": COVERAGE_BUDGET, "methods": rows}
+    write("retrieval", data, "\n".join(md))
+    return data
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--methods", default=",".join(available_methods()), help="comma-separated method names")
+    main(ap.parse_args().methods.split(","))
