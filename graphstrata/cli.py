@@ -284,6 +284,41 @@ def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or 
         console.print(f"deleted {d['title']!r} ({d['id']})", highlight=False)
 
 
+@app.command("augment")
+def augment(
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", "-s", help="Run only these stages (repeatable).")
+    ] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Stage parameter name=value.")] = None,
+    list_stages: Annotated[bool, typer.Option("--list", help="List the stages in order and exit.")] = False,
+) -> None:
+    """Build the augmentation layers with GDS (and the LLM when configured): chunk KNN graph, core
+    chunks, entity similarity, NodeRAG attributes/communities/semantic matching/semantic edges,
+    DA-RAG chunk edges, E2GraphRAG summary tree. Re-running a stage replaces its output."""
+    from graphstrata.augment import order
+    from graphstrata.client import GraphStrata
+    from graphstrata.db import ConnectionError_
+
+    if list_stages:
+        print("\n".join(order()))
+        return
+    params = {}
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--param takes name=value, got {item!r}")
+        params[key] = json.loads(value) if _is_json(value) else value
+    try:
+        with GraphStrata() as gs:
+            reports = gs.augment(stage or None, **params)
+    except (ConnectionError_, ValueError) as e:
+        _fail(str(e))
+    table = Table("stage", "seconds", "counts", title="augment")
+    for r in reports:
+        table.add_row(r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items()))
+    Console().print(table)
+
+
 # --- questions --------------------------------------------------------------------------------
 @app.command("ask")
 def ask(

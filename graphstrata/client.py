@@ -108,6 +108,23 @@ class GraphStrata:
         """Delete documents by id, source path or title, with whatever only they supported."""
         return Ingestor(self.db, self.embedder).delete(ref)
 
+    def augment(self, stages: list[str] | None = None, progress: bool = False, **params: Any) -> list:
+        """Build the GDS/LLM layers (KNN graphs, core chunks, attributes, communities, summary tree …).
+
+        `stages` picks some (default: all, in pipeline order); `params` override stage parameters
+        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`)."""
+        from graphstrata.augment import AugmentContext, run
+
+        llm = None
+        if self.settings.llm_enabled:
+            from graphstrata.llm import LLMClient
+
+            llm = LLMClient.from_settings(self.settings)
+        ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
+        reports = run(ctx, stages)
+        self.db.write(query("meta.touch"))
+        return reports
+
     # --- questions ----------------------------------------------------------------------------
     def retrieve(self, question: str, method: str = "vector", **params: Any) -> RetrievalResult:
         """Context for `question` by `method` (see `methods()`), packed into `budget` tokens."""

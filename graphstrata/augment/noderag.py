@@ -1,0 +1,204 @@
+"""NodeRAG graph augmentation (002_34c3f24544ea558e.txt §2.3, Appendix C.2-C.3) with GDS.
+
+- `important_entities` — Algorithm 1: N* = K(G1) ∪ B(G1), k-core with
+  k_default = floor(ln|V| * sqrt(mean degree)) and sampled betweenness (k = 10 samples) above
+  mean * floor(log10 |V|); each important entity gets an Attribute (A) summarising its relations
+  and semantic units.
+- `communities` — Leiden on G2; per community a HighLevel element (H) and its Overview title (O).
+- `semantic_matching` — Algorithm 2: K-means (K = sqrt|S ∪ A ∪ H|) on embeddings; GROUPS edges
+  from each H to the S/A nodes of its community that share its cluster.
+
+G1 is the heterograph of entities (N), relations (R) and semantic units (S); G2 adds attributes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from graphstrata.augment import AugmentContext, StageReport, stage
+from graphstrata.cypher import query
+from graphstrata.gds import GDS
+from graphstrata.summarize import summarize
+
+G1_NODES = ["Entity", "SemanticUnit", "Relation"]
+G1_RELS = {
+    "MENTIONS": {"type": "MENTIONS", "orientation": "UNDIRECTED"},  # S -> N (chunk mentions are not in G1)
+    "SUBJECT_OF": {"type": "SUBJECT_OF", "orientation": "UNDIRECTED"},
+    "OBJECT": {"type": "OBJECT", "orientation": "UNDIRECTED"},
+}
+ATTRIBUTE_PROMPT = (
+    "Write a short attribute summary of the entity '{name}' (2-3 sentences) from these statements about it."
+)
+HIGH_LEVEL_PROMPT = "Summarize the core idea shared by these statements in two or three sentences."
+TITLE_PROMPT = "Give a short title (at most six words) for this summary. Reply with the title only."
+
+
+def _hid(*parts: object) -> str:
+    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
+
+
+def k_default(n_nodes: int, n_undirected_rels: int) -> int:
+    """floor(ln|V| * sqrt(mean degree)) (Appendix C.2, Algorithm 1, step 1)."""
+    if n_nodes < 2:
+        return 0
+    mean_degree = 2 * n_undirected_rels / n_nodes
+    return math.floor(math.log(n_nodes) * math.sqrt(mean_degree))
+
+
+def select_important(cores: dict[str, int], betweenness: dict[str, float], n_nodes: int, k: int) -> set[str]:
+    """N* = {core >= k} ∪ {b > mean(b) * floor(log10 |V|)}; `betweenness` covers all nodes of G1."""
+    mean_b = sum(betweenness.values()) / max(n_nodes, 1)
+    scale = math.floor(math.log10(max(n_nodes, 1)))
+    k_nodes = {e for e, c in cores.items() if c >= k}
+    b_nodes = {e for e in cores if betweenness.get(e, 0.0) > mean_b * scale}
+    return k_nodes | b_nodes
+
+
+@stage("important_entities", order=30)
+def important_entities(ctx: AugmentContext) -> StageReport:
+    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    ctx.db.auto(query("augment.delete_label"), label="Attribute")
+    ctx.db.write(query("augment.clear_important"))
+    p = gds.project("noderag_g1", G1_NODES, G1_RELS, force=True)
+    try:
+        if p.nodes == 0:
+            return StageReport(stage="important_entities", counts={"important": 0})
+        k = k_default(p.nodes, p.rels // 2)  # an undirected projection stores each edge twice
+        cores = {
+            r["id"]: r["core"] for r in ctx.db.read(query("augment.kcore_stream"), graph=p.name, config=gds.params())
+        }
+        samples = ctx.params.get("betweenness_samples", 10)  # Algorithm 1: betweenness_centrality(G1, k=10)
+        bconf = gds.params(samplingSeed=42) | ({"samplingSize": min(int(samples), p.nodes)} if samples else {})
+        brows = ctx.db.read(query("augment.betweenness_stream"), graph=p.name, config=bconf)
+    finally:
+        gds.drop(p.name)
+    betweenness = {r["n"]["id"]: float(r["score"]) for r in brows}
+    important = select_important(cores, betweenness, p.nodes, k)
+    rows = _attributes(ctx, sorted(important), cores, betweenness)
+    ctx.db.write_batches(query("augment.write_attributes"), rows, batch_size=500)
+    return StageReport(
+        stage="important_entities",
+        counts={"g1_nodes": p.nodes, "important": len(important), "attributes": len(rows)},
+        notes={"k_default": k, "scale": math.floor(math.log10(max(p.nodes, 1)))},
+    )
+
+
+def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> list[dict]:
+    rows = []
+    contexts = []
+    for start in range(0, len(ids), 500):
+        contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500], max_items=12)
+    texts_all = [t for c in contexts for t in c["relations"] + c["units"]]
+    vec_of = dict(zip(texts_all, ctx.embedder.embed(texts_all), strict=True)) if texts_all else {}
+    for c in contexts:
+        texts = list(dict.fromkeys(c["relations"] + c["units"]))
+        vectors = np.array([vec_of[t] for t in texts]) if texts else None
+        text, extractor = summarize(
+            texts, ctx.embedder, ctx.llm, ATTRIBUTE_PROMPT.format(name=c["name"]), "attribute", vectors=vectors
+        )
+        rows.append(
+            {
+                "entity": c["id"],
+                "id": _hid("attribute", c["id"]),
+                "text": f"{c['name']}: {text}".strip(),
+                "extractor": extractor,
+                "core": cores.get(c["id"]),
+                "betweenness": betweenness.get(c["id"]),
+            }
+        )
+    embeddings = ctx.embedder.embed([r["text"] for r in rows])
+    for r, v in zip(rows, embeddings, strict=True):
+        r["embedding"] = v.tolist()
+    return rows
+
+
+@stage("communities", order=40)
+def communities(ctx: AugmentContext) -> StageReport:
+    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    for label in ("Overview", "HighLevel", "Community"):
+        ctx.db.auto(query("augment.delete_label"), label=label)
+    rels = {**G1_RELS, "HAS_ATTRIBUTE": {"type": "HAS_ATTRIBUTE", "orientation": "UNDIRECTED"}}
+    p = gds.project("noderag_g2", [*G1_NODES, "Attribute"], rels, force=True)
+    try:
+        if p.nodes == 0:
+            return StageReport(stage="communities", counts={"communities": 0})
+        config = gds.params(randomSeed=42, concurrency=1)  # seeded and single-threaded: reproducible
+        rows = ctx.db.read(query("augment.leiden_stream"), graph=p.name, config=config)
+    finally:
+        gds.drop(p.name)
+    members: dict[int, list[dict]] = defaultdict(list)
+    for r in rows:
+        members[r["community"]].append(r)
+    # A community's id is a hash of its members, so ids do not depend on Leiden's numbering.
+    comm_rows, member_rows = [], []
+    for ms in members.values():
+        cid = _hid("community", *sorted(m["id"] for m in ms))
+        comm_rows.append({"id": cid, "size": len(ms)})
+        member_rows += [{"community": cid, "id": m["id"]} for m in ms]
+    ctx.db.write_batches(query("augment.write_communities"), comm_rows)
+    ctx.db.write_batches(query("augment.write_membership"), member_rows)
+    min_texts = int(ctx.params.get("min_community_texts", 3))
+    hl_rows = _high_level(ctx, [c["id"] for c in comm_rows], min_texts)
+    ctx.db.write_batches(query("augment.write_high_level"), hl_rows, batch_size=500)
+    return StageReport(stage="communities", counts={"communities": len(comm_rows), "high_level": len(hl_rows)})
+
+
+def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -> list[dict]:
+    groups = []
+    for start in range(0, len(community_ids), 500):
+        groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
+    groups = [g for g in groups if len(g["texts"]) >= min_texts]
+    texts_all = list(dict.fromkeys(t["text"] for g in groups for t in g["texts"]))
+    vec_of = dict(zip(texts_all, ctx.embedder.embed(texts_all), strict=True)) if texts_all else {}
+    rows = []
+    for g in groups:
+        texts = list(dict.fromkeys(t["text"] for t in g["texts"]))
+        text, extractor = summarize(
+            texts, ctx.embedder, ctx.llm, HIGH_LEVEL_PROMPT, "high_level", vectors=np.array([vec_of[t] for t in texts])
+        )
+        if ctx.llm is not None:
+            title = ctx.llm.chat([{"role": "user", "content": f"{TITLE_PROMPT}\n\n{text}"}], stage="overview").strip()
+        else:  # keyphrase title: the community's best-connected entity names
+            title = ", ".join(g["names"][:3]) or text[:60]
+        rows.append(
+            {
+                "community": g["id"],
+                "id": _hid("high_level", g["id"]),
+                "overview_id": _hid("overview", g["id"]),
+                "text": text,
+                "title": title,
+                "extractor": extractor,
+            }
+        )
+    for r, v in zip(rows, ctx.embedder.embed([r["text"] for r in rows]), strict=True):
+        r["embedding"] = v.tolist()
+    return rows
+
+
+@stage("semantic_matching", order=50)
+def semantic_matching(ctx: AugmentContext) -> StageReport:
+    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    ctx.db.write(query("augment.delete_groups"))
+    labels = ["SemanticUnit", "Attribute", "HighLevel"]
+    nodes = {lb: {"properties": "embedding"} for lb in labels}
+    p = gds.project("noderag_kmeans", nodes, "*", force=True)
+    try:
+        if p.nodes < 2:
+            return StageReport(stage="semantic_matching", counts={"groups": 0})
+        k = max(1, round(math.sqrt(p.nodes)))  # Algorithm 2, step 2: K = sqrt(|V_{S,A,H}|)
+        config = gds.params(nodeProperty="embedding", k=k, randomSeed=42, concurrency=1, maxIterations=50)
+        rows = ctx.db.read(query("augment.kmeans_stream"), graph=p.name, config=config)
+    finally:
+        gds.drop(p.name)
+    cell: dict[tuple[str, int], dict[str, list[str]]] = defaultdict(lambda: {"h": [], "sa": []})
+    for r in rows:
+        if r["community"] is None:
+            continue
+        cell[(r["community"], r["cluster"])]["h" if r["label"] == "HighLevel" else "sa"].append(r["id"])
+    groups = [{"h": h, "n": n} for c in cell.values() for h in c["h"] for n in c["sa"]]
+    ctx.db.write_batches(query("augment.write_groups"), groups)
+    return StageReport(stage="semantic_matching", counts={"clusters": k, "groups": len(groups)})

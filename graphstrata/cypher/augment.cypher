@@ -1,0 +1,162 @@
+// Writes and reads of the augmentation stages (graphstrata/augment/). Each stage first removes
+// what it wrote before, so re-running it replaces rather than duplicates.
+
+// name: delete_similar
+// Similarity edges of one kind between nodes of one label.
+CALL (*) {
+  MATCH (a:$($label))-[r:SIMILAR {kind: $kind}]->()
+  DELETE r
+} IN TRANSACTIONS OF 10000 ROWS;
+
+// name: write_similar
+// (Labels are matched with OR, not a dynamic label: that way each lookup is a unique-index seek.)
+UNWIND $rows AS r
+MATCH (a {id: r.a}) WHERE a:Chunk OR a:Entity
+MATCH (b {id: r.b}) WHERE b:Chunk OR b:Entity
+MERGE (a)-[s:SIMILAR {kind: $kind}]->(b)
+SET s.score = r.score;
+
+// name: knn_stream
+// Top-k neighbours by cosine similarity of `embedding` (GDS KNN; score = cosine, not GDS's (1+cos)/2).
+CALL gds.knn.stream($graph, $config) YIELD node1, node2, similarity
+RETURN gds.util.asNode(node1).id AS a, gds.util.asNode(node2).id AS b, 2 * similarity - 1 AS score;
+
+// name: chunk_keywords
+// (chunk, keyword) incidence for lexical similarity (KET-RAG §5.1: shared keywords).
+MATCH (c:Chunk)-[:HAS_PART]->(:SubChunk)<-[:OCCURS_IN]-(k:Keyword)
+RETURN DISTINCT c.id AS chunk, k.id AS keyword;
+
+// name: pagerank_stream
+CALL gds.pageRank.stream($graph, $config) YIELD nodeId, score
+RETURN gds.util.asNode(nodeId).id AS id, score;
+
+// name: set_core_chunks
+// PageRank score on every chunk, is_core on the top beta share (KET-RAG §5.1).
+UNWIND $rows AS r
+MATCH (c:Chunk {id: r.id})
+SET c.pagerank = r.score, c.is_core = r.core;
+
+// name: kcore_stream
+CALL gds.kcore.stream($graph, $config) YIELD nodeId, coreValue
+WITH gds.util.asNode(nodeId) AS n, coreValue
+WHERE n:Entity
+RETURN n.id AS id, coreValue AS core;
+
+// name: betweenness_stream
+CALL gds.betweenness.stream($graph, $config) YIELD nodeId, score
+RETURN gds.util.asNode(nodeId) AS n, score;
+
+// name: graph_degree_stats
+CALL gds.graph.list($graph) YIELD nodeCount, relationshipCount
+RETURN nodeCount AS nodes, relationshipCount AS rels;
+
+// name: entity_context
+// What an attribute summary is made from (NodeRAG §2.3): an entity's relations and semantic units.
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+OPTIONAL MATCH (u:SemanticUnit)-[:MENTIONS]->(e)
+WITH e, collect(DISTINCT u.text)[..$max_items] AS units
+OPTIONAL MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation)
+RETURN e.id AS id, e.name AS name, units, collect(DISTINCT r.text)[..$max_items] AS relations;
+
+// name: delete_label
+CALL (*) {
+  MATCH (n:$($label))
+  DETACH DELETE n
+} IN TRANSACTIONS OF 5000 ROWS;
+
+// name: clear_important
+MATCH (e:Entity) WHERE e.important IS NOT NULL
+REMOVE e.important, e.core_number, e.betweenness;
+
+// name: write_attributes
+UNWIND $rows AS r
+MATCH (e:Entity {id: r.entity})
+SET e.important = true, e.core_number = r.core, e.betweenness = r.betweenness
+MERGE (a:Attribute {id: r.id})
+SET a.text = r.text, a.extractor = r.extractor, a.entity_name = e.name
+MERGE (e)-[:HAS_ATTRIBUTE]->(a)
+WITH a, r
+CALL db.create.setNodeVectorProperty(a, 'embedding', r.embedding);
+
+// name: leiden_stream
+CALL gds.leiden.stream($graph, $config) YIELD nodeId, communityId
+WITH gds.util.asNode(nodeId) AS n, communityId
+RETURN n.id AS id, labels(n)[0] AS label, communityId AS community;
+
+// name: write_communities
+UNWIND $rows AS r
+MERGE (c:Community {id: r.id})
+SET c.level = 0, c.size = r.size;
+
+// name: write_membership
+UNWIND $rows AS r
+MATCH (c:Community {id: r.community})
+MATCH (n {id: r.id}) WHERE n:Entity OR n:SemanticUnit OR n:Relation OR n:Attribute
+MERGE (n)-[:IN_COMMUNITY]->(c);
+
+// name: community_members
+// Texts and entity names of one batch of communities, for their high-level elements.
+UNWIND $ids AS cid
+MATCH (c:Community {id: cid})
+OPTIONAL MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
+WITH c, collect(u {.id, .text}) AS texts
+OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
+WITH c, texts, e ORDER BY COUNT { (e)--() } DESC
+RETURN c.id AS id, texts, collect(e.name)[..5] AS names;
+
+// name: write_high_level
+UNWIND $rows AS r
+MATCH (c:Community {id: r.community})
+MERGE (h:HighLevel {id: r.id})
+SET h.text = r.text, h.extractor = r.extractor
+MERGE (h)-[:OF_COMMUNITY]->(c)
+MERGE (o:Overview {id: r.overview_id})
+SET o.title = r.title, o.extractor = r.extractor
+MERGE (o)-[:TITLES]->(h)
+WITH h, r
+CALL db.create.setNodeVectorProperty(h, 'embedding', r.embedding);
+
+// name: kmeans_stream
+CALL gds.kmeans.stream($graph, $config) YIELD nodeId, communityId
+WITH gds.util.asNode(nodeId) AS n, communityId
+OPTIONAL MATCH (n)-[:IN_COMMUNITY]->(c:Community)
+OPTIONAL MATCH (n)-[:OF_COMMUNITY]->(hc:Community)
+RETURN n.id AS id, labels(n)[0] AS label, communityId AS cluster, coalesce(c.id, hc.id) AS community;
+
+// name: delete_groups
+MATCH (:HighLevel)-[g:GROUPS]->() DELETE g;
+
+// name: write_groups
+UNWIND $rows AS r
+MATCH (h:HighLevel {id: r.h})
+MATCH (n {id: r.n}) WHERE n:SemanticUnit OR n:Attribute
+MERGE (h)-[:GROUPS]->(n);
+
+// name: delete_semantic_edges
+CALL (*) {
+  MATCH ()-[r:SEMANTIC]->()
+  DELETE r
+} IN TRANSACTIONS OF 10000 ROWS;
+
+// name: write_semantic_edges
+UNWIND $rows AS r
+MATCH (a {id: r.a}) WHERE a:Chunk OR a:SemanticUnit OR a:Attribute OR a:HighLevel
+MATCH (b {id: r.b}) WHERE b:Chunk OR b:SemanticUnit OR b:Attribute OR b:HighLevel
+MERGE (a)-[s:SEMANTIC]->(b)
+SET s.score = r.score;
+
+// name: delete_chunk_relations
+MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk) DELETE r;
+
+// name: write_chunk_relations
+// DA-RAG §4.1: chunks c_i, c_j are linked when a KG relation joins an entity of c_i to one of c_j.
+MATCH (c1:Chunk)-[:MENTIONS]->(:Entity)-[:RELATED]-(:Entity)<-[:MENTIONS]-(c2:Chunk)
+WHERE c1.id < c2.id
+WITH c1, c2, count(*) AS weight
+MERGE (c1)-[r:CHUNK_RELATED]->(c2)
+SET r.weight = weight
+RETURN count(r) AS edges;
+
+// name: label_present
+RETURN EXISTS { MATCH (n:$($label)) } AS present;

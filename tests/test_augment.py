@@ -1,0 +1,209 @@
+"""Augmentation stages on small graphs whose answers are computed independently (networkx, numpy)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from graphstrata.augment import AugmentContext, run
+from graphstrata.augment.noderag import k_default, select_important
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.ingest.pipeline import IngestOptions
+
+DOCS = [
+    ("Seine", "The Seine flows through Paris. Paris is the capital of France. The Seine reaches Le Havre."),
+    ("Loire", "The Loire is the longest river in France. The Loire flows past Orleans and Tours."),
+    ("Danube", "The Danube flows through Vienna and Budapest. Vienna is the capital of Austria."),
+    ("Rhine", "The Rhine flows through Basel and Cologne. Cologne is a city in Germany on the Rhine."),
+    ("Tokyo", "Tokyo is the capital of Japan. Tokyo hosted the Olympic Games in 1964 and 2021."),
+    ("Kyoto", "Kyoto was the capital of Japan for a thousand years. Kyoto has many temples."),
+]
+
+
+@pytest.fixture
+def ctx(graph: Database, neo4j_settings: Settings) -> AugmentContext:
+    gs = GraphStrata(neo4j_settings, db=graph)
+    gs.ingest_texts(DOCS, IngestOptions(extractor="spacy"))
+    return AugmentContext(graph, gs.embedder, neo4j_settings)
+
+
+def counts(db: Database) -> dict:
+    labels = {r["l"]: r["n"] for r in db.read("MATCH (n) RETURN labels(n)[0] AS l, count(*) AS n")}
+    rels = {r["t"]: r["n"] for r in db.read("MATCH ()-[r]->() RETURN type(r) AS t, count(*) AS n")}
+    return labels | rels
+
+
+def test_chunk_knn_matches_brute_force(ctx: AugmentContext) -> None:
+    run(ctx, ["chunk_knn"])
+    db = ctx.db
+    chunks = db.read("MATCH (c:Chunk) RETURN c.id AS id, c.embedding AS e ORDER BY id")
+    ids = [c["id"] for c in chunks]
+    v = np.array([c["e"] for c in chunks])
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    cos = v @ v.T
+    np.fill_diagonal(cos, -np.inf)
+    expected = {tuple(sorted((ids[i], ids[j]))) for i in range(len(ids)) for j in np.argsort(-cos[i])[:3]}
+    got = {
+        (r["a"], r["b"]): r["s"]
+        for r in db.read(
+            "MATCH (a:Chunk)-[r:SIMILAR {kind: 'semantic'}]->(b:Chunk) RETURN a.id AS a, b.id AS b, r.score AS s"
+        )
+    }
+    assert {tuple(sorted(k)) for k in got} == expected
+    for (a, b), s in got.items():
+        assert s == pytest.approx(cos[ids.index(a), ids.index(b)], abs=1e-5)
+    # lexical: number of shared keywords, top-3 per chunk (ties by id), from the stored keyword graph
+    kw = {
+        c: set(ks)
+        for c, ks in (
+            (r["c"], r["ks"])
+            for r in db.read(
+                "MATCH (c:Chunk)-[:HAS_PART]->()<-[:OCCURS_IN]-(k:Keyword) RETURN c.id AS c, collect(k.id) AS ks"
+            )
+        )
+    }
+    lex_expected = set()
+    for c in ids:
+        others = sorted((o for o in ids if o != c and kw[c] & kw[o]), key=lambda o: (-len(kw[c] & kw[o]), ids.index(o)))
+        lex_expected |= {tuple(sorted((c, o))) for o in others[:3]}
+    lex = db.read("MATCH (a:Chunk)-[r:SIMILAR {kind: 'lexical'}]->(b:Chunk) RETURN a.id AS a, b.id AS b, r.score AS s")
+    assert {(r["a"], r["b"]) for r in lex} == lex_expected and lex_expected
+    assert all(r["s"] == len(kw[r["a"]] & kw[r["b"]]) for r in lex)
+
+
+def test_core_chunks_match_networkx_pagerank(ctx: AugmentContext) -> None:
+    run(ctx, ["chunk_knn"])
+    ctx.params["beta"] = 0.5
+    run(ctx, ["core_chunks"])
+    g = nx.Graph()
+    g.add_nodes_from(r["id"] for r in ctx.db.read("MATCH (c:Chunk) RETURN c.id AS id"))
+    g.add_edges_from(
+        (r["a"], r["b"]) for r in ctx.db.read("MATCH (a:Chunk)-[:SIMILAR]->(b:Chunk) RETURN a.id AS a, b.id AS b")
+    )
+    ref = nx.pagerank(g, alpha=0.85, tol=1e-12)
+    rows = {r["id"]: r for r in ctx.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.pagerank AS p, c.is_core AS core")}
+    ours = np.array([rows[n]["p"] for n in g.nodes])
+    np.testing.assert_allclose(ours / ours.sum(), [ref[n] for n in g.nodes], atol=1e-4)
+    expected_core = set(sorted(g.nodes, key=lambda n: (-ref[n], n))[: math.ceil(0.5 * len(g))])
+    assert {n for n, r in rows.items() if r["core"]} == expected_core
+
+
+def test_important_entity_rule_against_networkx() -> None:
+    g = nx.powerlaw_cluster_graph(300, 4, 0.3, seed=1)
+    k = k_default(g.number_of_nodes(), g.number_of_edges())
+    mean_deg = 2 * g.number_of_edges() / g.number_of_nodes()
+    assert k == math.floor(math.log(300) * math.sqrt(mean_deg))
+    cores = nx.core_number(g)
+    b = nx.betweenness_centrality(g, normalized=False)
+    got = select_important({str(n): c for n, c in cores.items()}, {str(n): x for n, x in b.items()}, 300, k)
+    mean_b = sum(b.values()) / 300
+    expected = {str(n) for n in g if cores[n] >= k or b[n] > mean_b * 2}  # floor(log10 300) = 2
+    assert got == expected and 0 < len(got) < 300
+
+
+def test_important_entities_stage_uses_the_heterograph(ctx: AugmentContext) -> None:
+    ctx.params["betweenness_samples"] = None  # exact betweenness, comparable with networkx
+    report = run(ctx, ["important_entities"])[0]
+    db = ctx.db
+    g = nx.Graph()
+    g.add_nodes_from(
+        r["id"] for r in db.read("MATCH (n) WHERE n:Entity OR n:SemanticUnit OR n:Relation RETURN n.id AS id")
+    )
+    g.add_edges_from(
+        (r["a"], r["b"])
+        for r in db.read(
+            "MATCH (a)-[:MENTIONS|SUBJECT_OF|OBJECT]->(b) WHERE (a:SemanticUnit OR a:Entity OR a:Relation) "
+            "AND (b:Entity OR b:Relation) RETURN a.id AS a, b.id AS b"
+        )
+    )
+    n = g.number_of_nodes()
+    k = k_default(n, g.number_of_edges())
+    assert report.notes["k_default"] == k and report.counts["g1_nodes"] == n
+    cores = nx.core_number(g)
+    b = nx.betweenness_centrality(g, normalized=False)
+    entities = {r["id"] for r in db.read("MATCH (e:Entity) RETURN e.id AS id")}
+    mean_b = sum(b.values()) / n
+    expected = {e for e in entities if cores[e] >= k or b[e] > mean_b * math.floor(math.log10(n))}
+    got = {r["id"] for r in db.read("MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a:Attribute) RETURN e.id AS id")}
+    assert got == expected and got
+    row = db.read_one("MATCH (e:Entity)-[:HAS_ATTRIBUTE]->(a) RETURN e.name AS n, a.text AS t, size(a.embedding) AS d")
+    assert row["t"].startswith(row["n"] + ":") and row["d"] == 384
+    before = counts(db)
+    run(ctx, ["important_entities"])
+    assert counts(db) == before
+
+
+def test_leiden_communities_recover_planted_blocks(graph: Database, neo4j_settings: Settings) -> None:
+    # two cliques of entities (each entity has one semantic unit) joined by one relation
+    blocks = [[f"a{i}" for i in range(6)], [f"b{i}" for i in range(6)]]
+    for block in blocks:
+        graph.write("UNWIND $ids AS id CREATE (:Entity {id: id, name: id})", ids=block)
+        graph.write(
+            "UNWIND $pairs AS p MATCH (x:Entity {id: p[0]}), (y:Entity {id: p[1]}) "
+            "CREATE (x)-[:SUBJECT_OF]->(:Relation {id: p[0] + '-' + p[1], text: p[0] + ' knows ' + p[1]})"
+            "-[:OBJECT]->(y)",
+            pairs=[list(p) for p in itertools.combinations(block, 2)],
+        )
+    graph.write(
+        "MATCH (x:Entity {id: 'a0'}), (y:Entity {id: 'b0'}) "
+        "CREATE (x)-[:SUBJECT_OF]->(:Relation {id: 'bridge', text: 'a0 meets b0'})-[:OBJECT]->(y)"
+    )
+    from graphstrata.embed import get_embedder
+
+    ctx = AugmentContext(graph, get_embedder(), neo4j_settings)
+    run(ctx, ["communities"])
+    found = {
+        frozenset(r["m"])
+        for r in graph.read("MATCH (e:Entity)-[:IN_COMMUNITY]->(c:Community) RETURN c.id AS c, collect(e.id) AS m")
+    }
+    assert found == {frozenset(b) for b in blocks}
+    ids_before = sorted(r["id"] for r in graph.read("MATCH (c:Community) RETURN c.id AS id"))
+    run(ctx, ["communities"])  # re-running gives the same (member-hashed) ids, no duplicates
+    assert sorted(r["id"] for r in graph.read("MATCH (c:Community) RETURN c.id AS id")) == ids_before
+
+
+def test_noderag_layers_and_semantic_matching(ctx: AugmentContext) -> None:
+    ctx.params["min_community_texts"] = 2
+    run(ctx, ["important_entities", "communities", "semantic_matching", "semantic_edges"])
+    db = ctx.db
+    n_sah = db.read_one("MATCH (n) WHERE n:SemanticUnit OR n:Attribute OR n:HighLevel RETURN count(n) AS n")["n"]
+    assert db.read_one("MATCH (h:HighLevel)-[:OF_COMMUNITY]->(:Community) RETURN count(h) AS n")["n"] > 0
+    assert db.read_one("MATCH (o:Overview)-[:TITLES]->(:HighLevel) WHERE o.title <> '' RETURN count(o) AS n")["n"] > 0
+    # every GROUPS edge joins an H to an S/A of the same community (Algorithm 2, step 3)
+    bad = db.read(
+        "MATCH (h:HighLevel)-[:GROUPS]->(n) MATCH (h)-[:OF_COMMUNITY]->(c) "
+        "WHERE NOT (n)-[:IN_COMMUNITY]->(c) RETURN count(*) AS n"
+    )[0]["n"]
+    assert bad == 0
+    report = run(ctx, ["semantic_matching"])[0]
+    assert report.counts["clusters"] == max(1, round(math.sqrt(n_sah)))
+    # semantic edges: each embedded node has edges to its nearest neighbours, with cosine scores
+    rows = db.read("MATCH (a)-[s:SEMANTIC]->(b) RETURN a.embedding AS x, b.embedding AS y, s.score AS s LIMIT 20")
+    assert rows
+    for r in rows:
+        x, y = np.array(r["x"]), np.array(r["y"])
+        assert r["s"] == pytest.approx(x @ y / np.linalg.norm(x) / np.linalg.norm(y), abs=1e-4)
+    before = counts(db)
+    run(ctx, ["important_entities", "communities", "semantic_matching", "semantic_edges"])
+    assert counts(db) == before
+
+
+def test_darag_chunk_edges_follow_kg_relations(ctx: AugmentContext) -> None:
+    run(ctx, ["darag_chunk_edges"])
+    db = ctx.db
+    mentions = {}
+    for r in db.read("MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) RETURN c.id AS c, collect(e.id) AS es"):
+        mentions[r["c"]] = set(r["es"])
+    related = {(r["a"], r["b"]) for r in db.read("MATCH (a:Entity)-[:RELATED]->(b:Entity) RETURN a.id AS a, b.id AS b")}
+    expected = set()
+    for c1, c2 in itertools.combinations(sorted(mentions), 2):
+        if any((u, w) in related or (w, u) in related for u in mentions[c1] for w in mentions[c2]):
+            expected.add((c1, c2))
+    got = {(r["a"], r["b"]) for r in db.read("MATCH (a:Chunk)-[:CHUNK_RELATED]->(b:Chunk) RETURN a.id AS a, b.id AS b")}
+    assert got == expected and expected  # the spaCy extractor relates entities across documents here
