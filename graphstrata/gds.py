@@ -56,6 +56,19 @@ class GDS:
         row = self.db.write(query("gds.project_native"), name=full, nodes=nodes, rels=rels, config=config or {})[0]
         return Projection(full, row["nodes"], row["rels"], reused=False)
 
+    def project_cypher(self, name: str, statement: str, *, force: bool = False, **params: Any) -> Projection:
+        """A Cypher-aggregation projection (`statement` RETURNs gds.graph.project($name, …)), reused while fresh."""
+        full = name if name.startswith(PREFIX) else PREFIX + name
+        info = self.db.read(query("gds.graph_info"), name=full)
+        if info and not force:
+            stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
+            if not stale or not stale["stale"]:
+                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
+        if info:
+            self.drop(full)
+        row = self.db.write(statement, name=full, **params)[0]
+        return Projection(full, row["nodes"], row["rels"], reused=False)
+
     def params(self, **extra: Any) -> dict[str, Any]:
         """Algorithm configuration with the server-appropriate concurrency."""
         return {"concurrency": self.concurrency, **extra}

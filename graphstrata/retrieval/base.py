@@ -168,4 +168,12 @@ def available_methods() -> dict[str, dict[str, Any]]:
 
 
 def _load_methods() -> None:
-    import graphstrata.retrieval.baselines  # noqa: F401  (modules register themselves on import)
+    """Import every method module of this package: each registers its Retriever on import."""
+    import importlib
+    import pkgutil
+
+    import graphstrata.retrieval as package
+
+    for mod in pkgutil.iter_modules(package.__path__):
+        if mod.name not in ("base",):
+            importlib.import_module(f"{package.__name__}.{mod.name}")

@@ -1,0 +1,113 @@
+"""NodeRAG retrieval (002_34c3f24544ea558e.txt §2.5, Appendix C.4): dual search for entry points,
+shallow personalized PageRank for cross nodes, then the filter to retrievable node types.
+
+1. Dual search: accurate search of the query's entities N^q on entity names (N) and overview
+   titles (O); similarity search (top-k) on semantic units (S), attributes (A), high-level
+   elements (H) and text chunks (T).
+2. Shallow PPR from the entry points on the heterograph: alpha = 0.5, t = 2 iterations
+   (GDS dampingFactor = 1 - alpha); the top-k nodes of each type are the cross nodes.
+   GDS computes pi(k) = alpha*1_S + (1-alpha) P^T pi(k-1) from pi(0) = alpha*1_S, counting the
+   initialisation as its first iteration, so t propagation steps are maxIterations = t + 1. This is
+   the paper's recurrence times |S| (p = 1_S/|S|) except that pi(0) is alpha*p rather than p: the
+   t-hop term is weighted alpha*(1-alpha)^t instead of (1-alpha)^t (checked against numpy in
+   tests/test_noderag.py).
+3. Entry points and cross nodes of the retrievable types T, S, A, H, R form the context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from graphstrata.cypher import query
+from graphstrata.gds import GDS
+from graphstrata.ingest.analyze import query_entities
+from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+
+RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
+VECTOR_INDEXES = {
+    "SemanticUnit": "semantic_unit_embedding",
+    "Attribute": "attribute_embedding",
+    "HighLevel": "high_level_embedding",
+    "Chunk": "chunk_embedding",
+}
+GRAPH = "noderag_heterograph"
+
+
+class NodeRAGParams(RetrieverParams):
+    top_k: int = Field(10, ge=1, le=200, description="similarity-search entry points per embedded type (S, A, H, T)")
+    alpha: float = Field(0.5, gt=0, lt=1, description="PPR teleport probability (paper: 0.5)")
+    iterations: int = Field(2, ge=1, le=50, description="PPR iterations t (paper: 2, 'shallow')")
+    cross_k: int = Field(5, ge=0, le=100, description="cross nodes kept per retrievable type")
+
+
+@register
+class NodeRAGRetriever(Retriever):
+    name = "noderag"
+    summary = "NodeRAG: dual search (exact N/O, vector S/A/H/T) + shallow personalized PageRank on the heterograph."
+    Params = NodeRAGParams
+
+    def _retrieve(
+        self, question: str, p: NodeRAGParams, t: Timer
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        with t.stage("entities"):
+            names = query_entities(question)
+        with t.stage("embed"):
+            vector = self.embed_query(question)
+        with t.stage("dual_search"):
+            exact = self.db.read(query("noderag.exact_entities"), names=names)
+            terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
+            overviews = self.db.read(query("noderag.overview_match"), terms=terms, k=p.top_k) if terms else []
+            similar: dict[str, float] = {}
+            for index in VECTOR_INDEXES.values():
+                for r in self.db.read(query("noderag.vector_entry"), index=index, k=p.top_k, vector=vector):
+                    similar[r["id"]] = max(similar.get(r["id"], 0.0), r["score"])
+        entry = [r["id"] for r in exact] + [r["id"] for r in overviews] + list(similar)
+        if not entry:
+            return [], Subgraph(), {"entities": names, "entry_points": 0}
+        gds = GDS(self.db, self.settings.gds_concurrency)
+        with t.stage("project"):
+            proj = gds.project_cypher(GRAPH, query("noderag.project_heterograph"))
+        with t.stage("ppr"):
+            ranked = self.db.read(
+                query("noderag.ppr"),
+                graph=proj.name,
+                sources=entry,
+                damping=1 - p.alpha,
+                iterations=p.iterations + 1,
+                concurrency=gds.concurrency,
+                limit=max(200, 20 * p.cross_k),
+            )
+        score = {r["id"]: r["score"] for r in ranked}
+        # cross nodes: the top cross_k of each retrievable type by PPR score
+        per_type: dict[str, list[str]] = {}
+        for r in ranked:
+            if r["label"] in RETRIEVABLE and len(per_type.setdefault(r["label"], [])) < p.cross_k:
+                per_type[r["label"]].append(r["id"])
+        cross = {i for ids in per_type.values() for i in ids}
+        keep = list(dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: -score[i])))
+        with t.stage("fetch"):
+            rows = {r["id"]: r for r in self.db.read(query("noderag.retrievable"), ids=keep)}
+        items = []
+        for i in sorted(rows, key=lambda i: -score.get(i, 0.0)):
+            r = rows[i]
+            why = (
+                ("entry point (similarity search)" if i in similar else "")
+                + (" + " if i in similar and i in cross else "")
+                + ("cross node (PPR)" if i in cross else "")
+            )
+            text = f"{r['title']}\n{r['text']}" if r["label"] == "Chunk" else r["text"]
+            items.append(
+                ContextItem(
+                    node_id=i, label=r["label"], text=text, score=score.get(i, 0.0), why=why, chunk_ids=r["chunks"]
+                )
+            )
+        notes = {
+            "entities": names,
+            "entry_points": len(entry),
+            "exact_entities": len(exact),
+            "overviews": len(overviews),
+            "projection_reused": proj.reused,
+        }
+        return items, Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
