@@ -1,0 +1,38 @@
+// KET-RAG retrieval (graphstrata/retrieval/ketrag.py).
+
+// name: seed_entities
+// Algorithm 2, line 1: the entities most similar to the query.
+CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node, score
+RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score;
+
+// name: seed_relations
+// Algorithm 2, line 2: relations adjacent to the seeds, those joining two seeds first, then by
+// similarity to the query.
+MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
+WHERE s.id IN $seeds
+WITH r, count(DISTINCT s) AS seeds
+RETURN r.id AS id, r.text AS text, seeds,
+       CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
+ORDER BY seeds DESC, score DESC
+LIMIT $limit;
+
+// name: adjacent_subchunks
+// Algorithm 2, line 3, on the rewired index: sub-chunks of the chunks most linked to the seed
+// entities (MENTIONS) and the chosen relations (HAS_RELATION), best-linked chunks first.
+MATCH (c:Chunk)-[l:MENTIONS|HAS_RELATION]->(x)
+WHERE x.id IN $ids
+WITH c, count(l) AS links
+ORDER BY links DESC LIMIT $chunks
+MATCH (c)-[:HAS_PART]->(s:SubChunk)
+RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
+       vector.similarity.cosine(s.embedding, $vector) AS score
+ORDER BY links DESC, score DESC;
+
+// name: seed_keywords
+// Algorithm 4, line 2: keywords by similarity to the query, each with its sub-chunks.
+CALL db.index.vector.queryNodes('keyword_embedding', $k, $vector) YIELD node, score
+MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
+RETURN node.term AS term, score AS kscore,
+       collect({id: s.id, text: s.text, tokens: s.tokens, chunk: c.id, title: c.doc_title,
+                score: vector.similarity.cosine(s.embedding, $vector)}) AS subs
+ORDER BY kscore DESC;

@@ -1,0 +1,188 @@
+"""KET-RAG retrieval (001_083f98765ed130a4.txt §5.2, Algorithms 2 and 4): a skeleton channel over
+the knowledge graph built from core chunks, and a keyword channel over the text-keyword bipartite
+graph, splitting one context budget L by the retrieval ratio lambda.
+
+- Skeleton channel (KG-Retrieval, Algorithm 2) with lambda*L tokens: seed entities (top 10 by
+  embedding similarity), then relations adjacent to the seeds (joining two seeds first) up to their
+  share, then the sub-chunks of the chunks most linked to seeds and relations.
+- Keyword channel (Algorithm 4, lines 2-4) with (1-lambda)*L tokens: seed keywords by similarity,
+  added until their sub-chunks hold enough tokens; that candidate set ranked by cosine similarity.
+
+`ketrag-skeleton` (lambda = 1) and `ketrag-keyword` (lambda = 0) are the paper's Skeleton-RAG and
+Keyword-RAG. All chunks returned are sub-chunks, as the paper's rewired index prescribes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from graphstrata.cypher import query
+from graphstrata.ingest.chunk import count_tokens
+from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+
+
+class KETRAGParams(RetrieverParams):
+    lam: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="retrieval ratio lambda: share of the budget for the skeleton channel "
+        "(§6: Keyword-RAG gains most from a small share, e.g. 0.2, of knowledge-graph context)",
+    )
+    seed_entities: int = Field(10, ge=1, le=100, description="seed entities (Algorithm 2 line 1: 10)")
+    relation_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="share of the skeleton budget for entities + relations; chunks get the rest "
+        "(GraphRAG local search's default text-unit proportion 0.5)",
+    )
+    keyword_pool: float = Field(
+        2.0,
+        ge=1,
+        description="keywords are added until their sub-chunks hold keyword_pool x the channel budget",
+    )
+    max_keywords: int = Field(50, ge=1, le=500, description="at most this many seed keywords")
+
+
+@register
+class KETRAGRetriever(Retriever):
+    name = "ketrag"
+    summary = "KET-RAG: skeleton channel (seed entities → relations → sub-chunks) + keyword channel, one budget."
+    Params = KETRAGParams
+    fixed_lambda: ClassVar[float | None] = None
+
+    def _retrieve(self, question: str, p: KETRAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        lam = self.fixed_lambda if self.fixed_lambda is not None else p.lam
+        with t.stage("embed"):
+            vector = self.embed_query(question)
+        skeleton_budget = int(round(lam * p.budget))
+        items: list[ContextItem] = []
+        notes: dict[str, Any] = {"lambda": lam}
+        if skeleton_budget > 0:
+            with t.stage("skeleton"):
+                sk, sk_notes = self._skeleton(vector, p, skeleton_budget)
+            items += sk
+            notes |= sk_notes
+        used = sum(i.tokens for i in items)
+        keyword_budget = p.budget - used
+        if keyword_budget > 0 and lam < 1:
+            with t.stage("keyword"):
+                kw, kw_notes = self._keyword(vector, p, keyword_budget, {i.node_id for i in items})
+            items += kw
+            notes |= kw_notes
+        return items, Subgraph(nodes=[i.node_id for i in items]), notes
+
+    def _skeleton(self, vector: list[float], p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
+        seeds = self.db.read(query("ketrag.seed_entities"), k=p.seed_entities, vector=vector)
+        out: list[ContextItem] = []
+        used, graph_budget = 0, int(budget * p.relation_share)
+        for s in seeds:  # the seed entities' descriptions open the context (GraphRAG local search)
+            text = f"{s['name']}: {s['description']}" if s["description"] else s["name"]
+            n = count_tokens(text)
+            if used + n > graph_budget:
+                break
+            out.append(
+                ContextItem(
+                    node_id=s["id"],
+                    label="Entity",
+                    text=text,
+                    score=s["score"],
+                    why="seed entity (embedding similarity)",
+                    tokens=n,
+                )
+            )
+            used += n
+        relations = self.db.read(
+            query("ketrag.seed_relations"), seeds=[s["id"] for s in seeds], vector=vector, limit=200
+        )
+        chosen = []
+        for r in relations:
+            n = count_tokens(r["text"])
+            if used + n > graph_budget:
+                break
+            chosen.append(r["id"])
+            out.append(
+                ContextItem(
+                    node_id=r["id"],
+                    label="Relation",
+                    text=r["text"],
+                    score=float(r["score"]),
+                    why=f"relation adjacent to {r['seeds']} seed(s)",
+                    tokens=n,
+                )
+            )
+            used += n
+        subs = self.db.read(
+            query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
+        )
+        for s in subs:
+            text = f"{s['title']}\n{s['text']}"
+            n = count_tokens(text)
+            if used + n > budget:
+                continue
+            out.append(
+                ContextItem(
+                    node_id=s["id"],
+                    label="SubChunk",
+                    text=text,
+                    score=float(s["score"]),
+                    why=f"sub-chunk of a chunk with {s['links']} links to seeds/relations",
+                    chunk_ids=[s["chunk"]],
+                    doc_titles=[s["title"]],
+                    tokens=n,
+                )
+            )
+            used += n
+        return out, {"seeds": [s["name"] for s in seeds], "relations": len(chosen)}
+
+    def _keyword(
+        self, vector: list[float], p: KETRAGParams, budget: int, taken: set[str]
+    ) -> tuple[list[ContextItem], dict]:
+        rows = self.db.read(query("ketrag.seed_keywords"), k=p.max_keywords, vector=vector)
+        pool: dict[str, dict] = {}
+        pool_tokens, seeds = 0, []
+        for r in rows:  # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens
+            seeds.append(r["term"])
+            for s in r["subs"]:
+                if s["id"] not in pool and s["id"] not in taken:
+                    pool[s["id"]] = s
+                    pool_tokens += s["tokens"]
+            if pool_tokens >= p.keyword_pool * budget:
+                break
+        out, used = [], 0
+        for s in sorted(pool.values(), key=lambda s: -s["score"]):  # line 3: rank the candidates by cosine
+            text = f"{s['title']}\n{s['text']}"
+            n = count_tokens(text)
+            if used + n > budget:
+                continue
+            out.append(
+                ContextItem(
+                    node_id=s["id"],
+                    label="SubChunk",
+                    text=text,
+                    score=float(s["score"]),
+                    why="sub-chunk of a seed keyword",
+                    chunk_ids=[s["chunk"]],
+                    doc_titles=[s["title"]],
+                    tokens=n,
+                )
+            )
+            used += n
+        return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
+
+
+@register
+class KETRAGSkeleton(KETRAGRetriever):
+    name = "ketrag-skeleton"
+    summary = "KET-RAG's Skeleton-RAG: the knowledge-graph channel alone (lambda = 1)."
+    fixed_lambda = 1.0
+
+
+@register
+class KETRAGKeyword(KETRAGRetriever):
+    name = "ketrag-keyword"
+    summary = "KET-RAG's Keyword-RAG: the text-keyword channel alone (lambda = 0)."
+    fixed_lambda = 0.0

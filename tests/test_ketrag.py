@@ -1,0 +1,131 @@
+"""KET-RAG retrieval on hand-made data whose seeds, relation order and sub-chunks are computed here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.ingest.chunk import count_tokens
+from graphstrata.ingest.pipeline import IngestOptions
+
+ENTITIES = ["Marie Curie", "Pierre Curie", "polonium", "radium", "Paris", "banana", "tropics"]
+RELATIONS = [  # (id, subject, object, text, chunk)
+    ("r1", "Marie Curie", "polonium", "Marie Curie discovered polonium", "c1"),
+    ("r2", "Marie Curie", "Pierre Curie", "Marie Curie married Pierre Curie", "c1"),
+    ("r3", "Pierre Curie", "Paris", "Pierre Curie lived in Paris", "c2"),
+    ("r4", "banana", "tropics", "Bananas grow in the tropics", "c3"),
+    ("r5", "Marie Curie", "radium", "Marie Curie isolated radium", "c2"),
+]
+CHUNKS = {"c1": "Curie notes", "c2": "Paris notes", "c3": "Fruit notes"}
+
+
+@pytest.fixture
+def kg(graph: Database, neo4j_settings: Settings) -> GraphStrata:
+    gs = GraphStrata(neo4j_settings, db=graph)
+    vec = dict(zip(ENTITIES, gs.embedder.embed(ENTITIES).tolist(), strict=True))
+    rel_vec = gs.embedder.embed([r[3] for r in RELATIONS]).tolist()
+    graph.write(
+        "UNWIND $rows AS r CREATE (e:Entity {id: r.name, name: r.name, description: 'about ' + r.name}) "
+        "WITH e, r CALL db.create.setNodeVectorProperty(e, 'embedding', r.v)",
+        rows=[{"name": n, "v": vec[n]} for n in ENTITIES],
+    )
+    for cid, title in CHUNKS.items():
+        sub_text = f"{title}: " + " ".join(r[3] + "." for r in RELATIONS if r[4] == cid)
+        graph.write(
+            "CREATE (c:Chunk {id: $c, doc_title: $t})-[:HAS_PART]->(s:SubChunk {id: $c + '-s', text: $x}) "
+            "WITH s CALL db.create.setNodeVectorProperty(s, 'embedding', $v)",
+            c=cid,
+            t=title,
+            x=sub_text,
+            v=gs.embedder.embed([sub_text])[0].tolist(),
+        )
+    for (rid, s, o, text, cid), v in zip(RELATIONS, rel_vec, strict=True):
+        graph.write(
+            "MATCH (s:Entity {id: $s}), (o:Entity {id: $o}), (c:Chunk {id: $c}) "
+            "CREATE (s)-[:SUBJECT_OF]->(r:Relation {id: $id, text: $t})-[:OBJECT]->(o), (c)-[:HAS_RELATION]->(r), "
+            "(c)-[:MENTIONS]->(s), (c)-[:MENTIONS]->(o) "
+            "WITH r CALL db.create.setNodeVectorProperty(r, 'embedding', $v)",
+            s=s,
+            o=o,
+            c=cid,
+            id=rid,
+            t=text,
+            v=v,
+        )
+    graph.write("CALL db.awaitIndexes(60)")
+    return gs
+
+
+def test_skeleton_seeds_relations_and_subchunks(kg: GraphStrata) -> None:
+    question = "What did Marie Curie discover?"
+    r = kg.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
+    # seeds: top-3 entities by cosine, computed independently
+    q = kg.embedder.embed([question])[0]
+    ev = kg.embedder.embed(ENTITIES)
+    seeds = [ENTITIES[i] for i in np.argsort(-(ev @ q))[:3]]
+    assert [i.node_id for i in r.items if i.label == "Entity"] == seeds
+    # relations: adjacent to seeds; joining two seeds first, then by cosine to the question
+    rv = dict(zip([x[0] for x in RELATIONS], kg.embedder.embed([x[3] for x in RELATIONS]) @ q, strict=True))
+    adjacent = [(x[0], (x[1] in seeds) + (x[2] in seeds)) for x in RELATIONS if x[1] in seeds or x[2] in seeds]
+    expected = [rid for rid, _ in sorted(adjacent, key=lambda a: (-a[1], -rv[a[0]]))]
+    assert [i.node_id for i in r.items if i.label == "Relation"] == expected
+    # sub-chunks: chunks most linked to the seeds and chosen relations come first
+    assert [i.node_id for i in r.items if i.label == "SubChunk"][0] == "c1-s"
+    assert "c3-s" not in [i.node_id for i in r.items]  # the fruit chunk touches no seed
+    assert r.notes["lambda"] == 1.0 and r.tokens <= 2000
+
+
+def test_relation_share_bounds_the_graph_part(kg: GraphStrata) -> None:
+    r = kg.retrieve("What did Marie Curie discover?", "ketrag-skeleton", seed_entities=5, budget=60, relation_share=0.5)
+    graph_tokens = sum(i.tokens for i in r.items if i.label in ("Entity", "Relation"))
+    assert 0 < graph_tokens <= 30 and r.tokens <= 60
+
+
+DOCS = [
+    ("Volcanoes", "Volcanoes erupt molten lava. Lava cools into basalt rock. Basalt covers ocean floors."),
+    ("Glaciers", "Glaciers carve valleys from rock. Ice sheets cover Antarctica. Glaciers move slowly."),
+    ("Bread", "Bakers knead dough with yeast. Yeast makes bread rise. Ovens bake the bread."),
+    ("Reefs", "Coral reefs grow in warm ocean water. Reefs shelter fish. Warm water bleaches coral."),
+]
+
+
+def test_keyword_channel_ranks_its_candidates_by_cosine(graph: Database, neo4j_settings: Settings) -> None:
+    gs = GraphStrata(neo4j_settings, db=graph)
+    gs.ingest_texts(DOCS, IngestOptions(extractor="none"))
+    question = "What happens to lava when it cools?"
+    budget = 60
+    r = gs.retrieve(question, "ketrag-keyword", budget=budget, keyword_pool=1.0)
+    q = gs.embedder.embed([question])[0]
+    # reference: keywords by cosine of their stored (summed) embedding; add until the pool holds the budget
+    kws = graph.read(
+        "MATCH (k:Keyword)-[:OCCURS_IN]->(s:SubChunk) RETURN k.term AS t, k.embedding AS e, "
+        "collect({id: s.id, tokens: s.tokens, e: s.embedding}) AS subs"
+    )
+    sim = {k["t"]: float(np.asarray(k["e"]) @ q / np.linalg.norm(k["e"])) for k in kws}
+    pool, tokens = {}, 0
+    for k in sorted(kws, key=lambda k: -sim[k["t"]]):
+        for s in k["subs"]:
+            if s["id"] not in pool:
+                pool[s["id"]] = s
+                tokens += s["tokens"]
+        if tokens >= budget:
+            break
+    assert r.notes["seed_keywords"][0] == max(sim, key=sim.get)
+    cos = {i: float(np.asarray(s["e"]) @ q / np.linalg.norm(s["e"])) for i, s in pool.items()}
+    got = [i.node_id for i in r.items]
+    assert got and set(got) <= set(pool)
+    assert [i for i in sorted(pool, key=lambda i: -cos[i]) if i in got] == got  # cosine order
+    assert r.items[0].doc_titles == ["Volcanoes"] and r.tokens <= budget
+    assert all(i.tokens == count_tokens(i.text) for i in r.items)
+
+
+def test_ketrag_splits_the_budget(kg: GraphStrata) -> None:
+    kg.ingest_texts(DOCS[:2], IngestOptions(extractor="none"))
+    r = kg.retrieve("What did Marie Curie discover about lava?", "ketrag", lam=0.5, budget=200, seed_entities=3)
+    skeleton = [i for i in r.items if i.why.startswith(("seed entity", "relation", "sub-chunk of a chunk"))]
+    keyword = [i for i in r.items if i.why == "sub-chunk of a seed keyword"]
+    assert skeleton and keyword
+    assert sum(i.tokens for i in skeleton) <= 100 and r.tokens <= 200
