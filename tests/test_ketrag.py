@@ -73,7 +73,7 @@ def test_skeleton_seeds_relations_and_subchunks(kg: GraphStrata) -> None:
     expected = [rid for rid, _ in sorted(adjacent, key=lambda a: (-a[1], -rv[a[0]]))]
     assert [i.node_id for i in r.items if i.label == "Relation"] == expected
     # sub-chunks: chunks most linked to the seeds and chosen relations come first
-    assert [i.node_id for i in r.items if i.label == "SubChunk"][0] == "c1-s"
+    assert next(i.node_id for i in r.items if i.label == "SubChunk") == "c1-s"
     assert "c3-s" not in [i.node_id for i in r.items]  # the fruit chunk touches no seed
     assert r.notes["lambda"] == 1.0 and r.tokens <= 2000
 

@@ -58,7 +58,7 @@ class KETRAGRetriever(Retriever):
         lam = self.fixed_lambda if self.fixed_lambda is not None else p.lam
         with t.stage("embed"):
             vector = self.embed_query(question)
-        skeleton_budget = int(round(lam * p.budget))
+        skeleton_budget = round(lam * p.budget)
         items: list[ContextItem] = []
         notes: dict[str, Any] = {"lambda": lam}
         if skeleton_budget > 0:
