@@ -186,6 +186,13 @@ def print_report(report) -> None:
         Console().print(llm)
     else:
         Console().print("LLM: no calls", highlight=False)
+    if report.ketrag:
+        k = report.ketrag
+        Console().print(
+            f"KET-RAG profile: {k['core_chunks']} of {k['chunks']} chunks extracted (beta {k['beta']}); "
+            f"saved {k['llm_calls_saved']} LLM calls and ~{k['prompt_tokens_saved']} prompt tokens vs full extraction",
+            highlight=False,
+        )
     stages = ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())
     Console().print(
         f"seconds per stage: {stages}; {report.rows_written} rows written ({report.rows_per_second:.0f} rows/s)",
@@ -230,6 +237,11 @@ def ingest(
     ] = False,
     splits: Annotated[int, typer.Option(help="KET-RAG sub-chunk splits m (2**m pieces).")] = 3,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    profile: Annotated[
+        str, typer.Option(help="`full`: extract every chunk; `ketrag`: only PageRank core chunks (KET-RAG).")
+    ] = "full",
+    beta: Annotated[float, typer.Option(help="KET-RAG core share (with --profile ketrag).")] = 0.8,
+    knn_k: Annotated[int, typer.Option(help="KET-RAG chunk KNN k (with --profile ketrag).")] = 3,
 ) -> None:
     """Ingest documents: chunks, embeddings, the spaCy entity graph, the keyword graph and the
     extracted knowledge graph (entities, relations, semantic units).
@@ -245,6 +257,8 @@ def ingest(
 
     if not paths and extractions is None:
         _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
+    if profile not in ("full", "ketrag"):
+        _fail(f"unknown profile {profile!r}: use full or ketrag")
     options = IngestOptions(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
@@ -258,7 +272,9 @@ def ingest(
         with GraphStrata() as gs:
             if extractions is not None:
                 report.add(gs.ingest_extractions(extractions, options, progress=progress))
-            if paths:
+            if paths and profile == "ketrag":
+                report.add(gs.ingest_ketrag(paths, options, beta=beta, knn_k=knn_k, progress=progress))
+            elif paths:
                 report.add(gs.ingest(paths, options, progress=progress))
     except (ConnectionError_, SchemaError, LLMNotConfigured, UserExtractionError) as e:
         _fail(str(e))

@@ -86,6 +86,8 @@ class MiniLMEmbedder:
         self.name = LOCAL_PREFIX + LOCAL_MODEL
         self.batch_size = batch_size
         self.token_budget = token_budget
+        self.cache_size = 200_000  # vectors (~300 MB at most)
+        self._cache: dict[str, np.ndarray] = {}
         self.w = {k: v for k, v in load_file(str(path / "model.safetensors")).items() if v.dtype == np.float32}
         # Fuse Q, K and V into one product per layer, transposed once for x @ W.
         for i in range(self.layers):
@@ -136,6 +138,22 @@ class MiniLMEmbedder:
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Embed `texts`; a bounded in-process cache serves repeats (re-ingest, question re-asks)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing = [i for i, t in enumerate(texts) if t not in self._cache]
+        if missing:
+            fresh = self._embed([texts[i] for i in missing], progress)
+            if len(self._cache) + len(missing) > self.cache_size:
+                self._cache.clear()
+            for i, v in zip(missing, fresh, strict=True):
+                self._cache[texts[i]] = v
+        if progress and len(missing) < len(texts):
+            progress(len(texts) - len(missing))
+        for i, t in enumerate(texts):
+            out[i] = self._cache[t]
+        return out
+
+    def _embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
             return out

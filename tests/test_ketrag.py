@@ -11,6 +11,8 @@ from graphstrata.db import Database
 from graphstrata.ingest.chunk import count_tokens
 from graphstrata.ingest.pipeline import IngestOptions
 
+pytest_plugins = ["tests.conftest_llm"]
+
 ENTITIES = ["Marie Curie", "Pierre Curie", "polonium", "radium", "Paris", "banana", "tropics"]
 RELATIONS = [  # (id, subject, object, text, chunk)
     ("r1", "Marie Curie", "polonium", "Marie Curie discovered polonium", "c1"),
@@ -129,3 +131,38 @@ def test_ketrag_splits_the_budget(kg: GraphStrata) -> None:
     keyword = [i for i in r.items if i.why == "sub-chunk of a seed keyword"]
     assert skeleton and keyword
     assert sum(i.tokens for i in skeleton) <= 100 and r.tokens <= 200
+
+
+def test_ketrag_profile_extracts_only_core_chunks(
+    graph: Database, neo4j_settings: Settings, fake_openai, tmp_path
+) -> None:
+    settings = neo4j_settings.model_copy(
+        update={
+            "openai_base_url": fake_openai.base_url,
+            "openai_api_key": fake_openai.api_key,
+            "chat_model": "fake-chat",
+            "cache_dir": tmp_path,
+        }
+    )
+    docs = [(t, x) for t, x in DOCS] + [
+        ("Curie", "Marie Curie discovered polonium in Paris. She won two Nobel Prizes.")
+    ]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for t, x in docs:
+        (folder / f"{t}.txt").write_text(x)
+    gs = GraphStrata(settings, db=graph)
+    report = gs.ingest_ketrag([folder], beta=0.4, knn_k=2)
+    core = {r["id"] for r in graph.read("MATCH (c:Chunk) WHERE c.is_core RETURN c.id AS id")}
+    n_chunks = graph.read_one("MATCH (c:Chunk) RETURN count(c) AS n")["n"]
+    assert len(core) == 2 == report.ketrag["core_chunks"] and n_chunks == 5  # ceil(0.4 * 5)
+    assert report.ketrag["llm_calls_saved"] == 3 and report.ketrag["prompt_tokens_saved"] > 0
+    assert fake_openai.calls_by_path.get("/v1/chat/completions", 0) == 2  # one extraction per core chunk
+    with_relations = {
+        r["id"] for r in graph.read("MATCH (c:Chunk)-[:HAS_RELATION|HAS_UNIT]->() RETURN DISTINCT c.id AS id")
+    }
+    assert with_relations and with_relations <= core  # the skeleton comes from core chunks only
+    # the keyword graph covers every chunk
+    assert (
+        graph.read_one("MATCH (c:Chunk) WHERE NOT (c)-[:HAS_PART]->()<-[:OCCURS_IN]-() RETURN count(c) AS n")["n"] == 0
+    )

@@ -160,3 +160,7 @@ RETURN count(r) AS edges;
 
 // name: label_present
 RETURN EXISTS { MATCH (n:$($label)) } AS present;
+
+// name: chunk_core_flags
+MATCH (c:Chunk)
+RETURN c.id AS id, coalesce(c.is_core, false) AS core, c.text AS text;

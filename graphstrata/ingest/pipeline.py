@@ -98,6 +98,8 @@ class IngestReport(BaseModel):
     #: LLM cost of this ingest per stage: calls, prompt/completion tokens, cache hits, retries, failures.
     llm: dict[str, dict[str, int]] = Field(default_factory=dict)
     seconds: dict[str, float] = Field(default_factory=dict)
+    #: The KET-RAG profile's choice of core chunks and the extraction cost it saved.
+    ketrag: dict[str, float] = Field(default_factory=dict)
 
     @property
     def rows_per_second(self) -> float:
@@ -109,6 +111,7 @@ class IngestReport(BaseModel):
                 setattr(self, name, getattr(self, name) + value)
         self.errors += other.errors
         self.failed_chunks += other.failed_chunks
+        self.ketrag = other.ketrag or self.ketrag
         for stage, counts in other.llm.items():
             mine = self.llm.setdefault(stage, {})
             for k, v in counts.items():
@@ -190,6 +193,7 @@ class Contribution:
 class PreparedDoc:
     doc: SourceDocument
     old_sha: str | None  # committed hash seen while planning (None: new document)
+    force: bool = False  # rewrite even when the committed version has the same hash
     chunks: list[dict] = field(default_factory=list)
     subchunks: list[dict] = field(default_factory=list)
     mentions: list[dict] = field(default_factory=list)
@@ -220,8 +224,11 @@ class Touched:
 class Stages:
     """Seconds per stage and optional rich progress bars."""
 
-    def __init__(self, show: bool) -> None:
+    def __init__(self, show: bool, on_progress: Callable[[str, int, int], None] | None = None) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
+        #: optional ``on_progress(stage, done, total)`` (e.g. the HTTP server's job progress)
+        self.on_progress = on_progress
+        self.counts: dict[str, list[int]] = {}  # stage -> [done, total]
         self.progress = None
         if show:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -246,6 +253,17 @@ class Stages:
                 self.progress.update(self.tasks[name], total=self.progress.tasks[self.tasks[name]].total + total)
             task = self.tasks[name]
             advance = lambda n: self.progress.advance(task, n)  # noqa: E731
+        if self.on_progress is not None and total:
+            counts = self.counts.setdefault(name, [0, 0])
+            counts[1] += total
+            self.on_progress(name, counts[0], counts[1])
+            bar = advance
+
+            def advance(n: int, name: str = name, counts: list[int] = counts, bar: Callable[[int], None] = bar) -> None:
+                bar(n)
+                counts[0] += n
+                self.on_progress(name, counts[0], counts[1])
+
         t = time.perf_counter()
         try:
             yield advance
@@ -267,11 +285,13 @@ class Ingestor:
         options: IngestOptions | None = None,
         progress: bool = False,
         llm: LLMClient | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.db = db
         self.embedder = embedder
         self.options = options or IngestOptions()
         self.show_progress = progress
+        self.on_progress = on_progress  # optional on_progress(stage, done, total), called as work advances
         self.llm = llm
         apply_schema(db, embedder.name, embedder.dim)
 
@@ -288,16 +308,20 @@ class Ingestor:
         return x
 
     # --- public ---------------------------------------------------------------------------
-    def ingest(self, paths: Iterable[str | Path], core_chunk_ids: set[str] | None = None) -> IngestReport:
+    def ingest(
+        self, paths: Iterable[str | Path], core_chunk_ids: set[str] | None = None, force: bool = False
+    ) -> IngestReport:
         t = time.perf_counter()
         docs, errors = load_paths(paths, self.options.max_document_bytes)
         load_s = time.perf_counter() - t
-        report = self.ingest_documents(docs, core_chunk_ids)
+        report = self.ingest_documents(docs, core_chunk_ids, force)
         report.errors = [str(e) for e in errors] + report.errors
         report.seconds["load"] = load_s
         return report
 
-    def ingest_documents(self, docs: Sequence[SourceDocument], core_chunk_ids: set[str] | None = None) -> IngestReport:
+    def ingest_documents(
+        self, docs: Sequence[SourceDocument], core_chunk_ids: set[str] | None = None, force: bool = False
+    ) -> IngestReport:
         """Ingest documents; :class:`UserExtractedDocument` ones carry their own extraction.
 
         ``core_chunk_ids``: with ``extract_core_only`` (KET-RAG §4.1), the ids of the chunks to
@@ -307,14 +331,14 @@ class Ingestor:
             raise ValueError("extract_core_only needs core_chunk_ids (the KET-RAG core chunks)")
         _ = self.extractor  # fail before any work when the LLM is asked for but not configured
         report = IngestReport()
-        stages = Stages(self.show_progress)
+        stages = Stages(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
         try:
             for start in range(0, len(docs), self.options.batch_documents):
                 batch = docs[start : start + self.options.batch_documents]
                 for attempt in range(5):
                     try:
-                        report.add(self._ingest_batch(batch, stages, core_chunk_ids))
+                        report.add(self._ingest_batch(batch, stages, core_chunk_ids, force))
                         break
                     except ConcurrentChange:
                         if attempt == 4:
@@ -447,17 +471,20 @@ class Ingestor:
                     }
                 )
 
-    def _ingest_batch(self, docs: Sequence[SourceDocument], st: Stages, core: set[str] | None) -> IngestReport:
+    def _ingest_batch(
+        self, docs: Sequence[SourceDocument], st: Stages, core: set[str] | None, force: bool = False
+    ) -> IngestReport:
         o, report = self.options, IngestReport()
         state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
         for d in docs:
             s = state.get(d.id)
             # A document with a failed chunk is never "unchanged": the next ingest retries it.
-            if s is not None and s["sha256"] == d.sha256 and not s["failed"]:
+            # `force` rewrites unchanged documents too (e.g. to extract with another profile).
+            if s is not None and s["sha256"] == d.sha256 and not s["failed"] and not force:
                 report.documents_unchanged += 1
             else:
-                todo.append(PreparedDoc(d, s["sha256"] if s else None))
+                todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force))
         if not todo:
             return report
         for p in todo:
@@ -658,7 +685,7 @@ class Ingestor:
         todo = []
         for p in group:
             now = committed[p.doc.id]
-            if now["sha256"] == p.doc.sha256 and not now["failed"]:
+            if now["sha256"] == p.doc.sha256 and not now["failed"] and not p.force:
                 continue  # another ingest wrote this very version meanwhile
             if now["sha256"] != p.old_sha:
                 raise ConcurrentChange(p.doc.source)
