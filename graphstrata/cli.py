@@ -398,5 +398,135 @@ def methods() -> None:
         print(f"{name:12} {info['summary']}\n{'':12} {params}")
 
 
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on; beyond loopback it needs GRAPHSTRATA_API_KEY.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Run the HTTP API (FastAPI; OpenAPI docs at /docs). Set GRAPHSTRATA_API_KEY to require
+    `Authorization: Bearer <key>` (or `X-API-Key`); without it only loopback is served."""
+    import uvicorn
+
+    from graphstrata.server import InsecureBind, create_app
+
+    try:
+        api = create_app(get_settings(), host=host)
+    except InsecureBind as e:
+        _fail(str(e), code=2)
+    # one process: the ingest queue and the shared Neo4j driver live in it
+    uvicorn.run(api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10)
+
+
+# --- exploration: Neo4j Browser and the analysts' Cypher library ------------------------------
+@app.command("browser")
+def browser(
+    style: Annotated[bool, typer.Option("--style", help="Print only the `:style` command.")] = False,
+    queries: Annotated[bool, typer.Option("--queries", help="Print only the starter queries.")] = False,
+    create_reader: Annotated[
+        str | None,
+        typer.Option("--create-reader", help="Create a read-only analyst user (Enterprise/Aura: role `reader`)."),
+    ] = None,
+) -> None:
+    """How to open Neo4j Browser on this graph and load graphstrata's style sheet and starter queries."""
+    from graphstrata import browser as assets
+
+    if style:
+        print(assets.style_command())
+        return
+    if queries:
+        print(assets.STARTER_QUERIES.read_text())
+        return
+    settings = get_settings()
+    if create_reader:
+        import secrets
+
+        from graphstrata.db import ConnectionError_, Database
+
+        password = secrets.token_urlsafe(12)
+        try:
+            with Database.from_settings(settings) as db:
+                assets.create_reader(db, create_reader, password)
+        except (ConnectionError_, ValueError) as e:
+            _fail(str(e))
+        except assets.EditionError as e:
+            _fail(str(e), code=2)
+        print(f"user {create_reader} (role reader), initial password {password} (to be changed at first login)")
+        return
+    if settings.uses_local_server:
+        from graphstrata.neo4j_local import Instance
+
+        inst = Instance.from_settings(settings)
+        print(assets.instructions(inst.http_url, inst.bolt_uri, "neo4j", f"in {inst.password_file}"))
+    else:
+        print(assets.instructions(None, settings.bolt_uri, settings.neo4j_user, "$NEO4J_PASSWORD"))
+
+
+@app.command("cypher")
+def cypher(
+    name: Annotated[str | None, typer.Argument(help="Library query (`graphstrata cypher --list`).")] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="Parameter name=value (typed; JSON where it parses).")
+    ] = None,
+    list_queries: Annotated[bool, typer.Option("--list", help="List the library's queries and parameters.")] = False,
+    show: Annotated[
+        bool, typer.Option("--show", help="Print the query and a `:params` line for Browser; run nothing.")
+    ] = False,
+    text: Annotated[str | None, typer.Option("--query", "-q", help="Run this Cypher instead (read-only too).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON.")] = False,
+    width: Annotated[int, typer.Option(help="Longest text shown in a table cell.")] = 80,
+) -> None:
+    """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), always in a
+    READ transaction: a statement that writes is refused (exit code 5)."""
+    from graphstrata.cypher import queries as lib
+    from graphstrata.db import ConnectionError_, Database
+
+    try:
+        if list_queries:
+            for q in lib.library().values():
+                print(f"{q.name}  {q.signature()}\n    {q.summary}  [{q.file}.cypher]")
+            return
+        if (name is None) == (text is None):
+            _fail("give a library query NAME (see --list) or --query TEXT")
+        q = lib.get(name) if name else None
+        params = lib.parse_params(param or [], q)
+        if q is not None:
+            params = q.bind(params)
+        if show:
+            if q is None:
+                _fail("--show is for library queries")
+            print("\n".join(f"// {line}".rstrip() for line in [f"{q.name} ({q.file}.cypher)", *q.doc.splitlines()]))
+            print(q.browser_text(params))
+            return
+        with Database.from_settings() as db:
+            result = lib.run(db, q.text if q else text, params)
+    except lib.LibraryError as e:
+        _fail(str(e))
+    except lib.WriteRefused as e:
+        _fail(str(e), code=5)
+    except ConnectionError_ as e:
+        _fail(str(e))
+    except Exception as e:  # a Cypher error from the server: say it plainly
+        from neo4j.exceptions import Neo4jError
+
+        if not isinstance(e, Neo4jError):
+            raise
+        _fail(f"{e.code}: {e.message}", code=5 if "AccessMode" in (e.code or "") else 1)
+    if as_json:
+        print(json.dumps(result.rows, indent=2, ensure_ascii=False))
+        return
+    from rich.text import Text
+
+    table = Table(*result.keys, title=name or None)
+    for row in result.rows:
+        cells = [lib.caption(row[k]) for k in result.keys]
+        table.add_row(*(Text(c if len(c) <= width else c[: width - 1] + "…") for c in cells))
+    out = Console(width=None if sys.stdout.isatty() else 250)
+    out.print(table, highlight=False)
+    out.print(f"[dim]{len(result.rows)} row(s)[/]")
+
+
 def main() -> None:  # pragma: no cover
     sys.exit(app())

@@ -10,7 +10,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -80,6 +80,19 @@ class Settings(BaseSettings):
         2,
         validation_alias=AliasChoices("GRAPHSTRATA_GDS_CONCURRENCY"),
         description="OpenGDS caps concurrency at 4; the default suits a 2-core machine.",
+    )
+
+    # --- HTTP server (`graphstrata serve`) -----------------------------------------------------
+    api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_API_KEY"),
+        description="Clients send it as `Authorization: Bearer <key>` or `X-API-Key`. Unset: no authentication, "
+        "which the server only accepts when it listens on loopback.",
+    )
+    max_body_bytes: int = Field(
+        20 * 1024 * 1024,
+        validation_alias=AliasChoices("GRAPHSTRATA_MAX_BODY_BYTES"),
+        description="Largest request body the server reads (uploads included); larger requests get 413.",
     )
 
     @property

@@ -6,13 +6,20 @@ created before that instant is stale and is rebuilt on next use.
 
 from __future__ import annotations
 
+import threading
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
+
+from neo4j.exceptions import ClientError
 
 from graphstrata.cypher import query
 from graphstrata.db import Database
 
 PREFIX = "gs_"
+# One lock per projection name: concurrent requests in this process wait for one rebuild instead of
+# racing to drop and re-create the same graph.
+_LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,16 @@ class GDS:
     def project_cypher(self, name: str, statement: str, *, force: bool = False, **params: Any) -> Projection:
         """A Cypher-aggregation projection (`statement` RETURNs gds.graph.project($name, …)), reused while fresh."""
         full = name if name.startswith(PREFIX) else PREFIX + name
+        with _LOCKS[full]:
+            try:
+                return self._project_cypher(full, statement, force, params)
+            except ClientError as e:  # another process built it between our check and our call
+                if "already exists" not in str(e):
+                    raise
+                info = self.db.read(query("gds.graph_info"), name=full)
+                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
+
+    def _project_cypher(self, full: str, statement: str, force: bool, params: dict[str, Any]) -> Projection:
         info = self.db.read(query("gds.graph_info"), name=full)
         if info and not force:
             stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])

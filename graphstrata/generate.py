@@ -4,6 +4,8 @@ it, so methods are compared on retrieval alone), citing the node ids the answer 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -63,3 +65,52 @@ def answer(question: str, result: RetrievalResult, settings: Settings | None = N
         model=settings.chat_model,
         retrieval=result,
     )
+
+
+class AnswerStream:
+    """An answer as the model writes it: iterate for text pieces; once the iteration ends, ``answer``
+    holds the whole :class:`Answer` (text, citations). Same prompt and cache as :func:`answer`.
+
+    With no model configured the iteration yields nothing and ``answer`` carries the evidence note.
+    ``client``: an :class:`~graphstrata.llm.LLMClient` to use (one shared by a server); by default a
+    client for ``settings`` is opened and closed around the iteration. Closing the iterator early
+    (``close()``, a reader gone) stops the model's stream; ``answer`` then stays None.
+    """
+
+    def __init__(
+        self, question: str, result: RetrievalResult, settings: Settings | None = None, client: Any = None
+    ) -> None:
+        self.question = question
+        self.result = result
+        self.settings = settings or get_settings()
+        self.client = client
+        self.answer: Answer | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        if not self.settings.llm_enabled:
+            self.answer = Answer(
+                question=self.question, method=self.result.method, answer=None, note=NO_MODEL, retrieval=self.result
+            )
+            return
+        from graphstrata.llm import LLMClient
+
+        client = self.client or LLMClient.from_settings(self.settings)
+        upstream = client.chat_stream(build_messages(self.question, self.result), stage="answer")
+        try:
+            pieces: list[str] = []
+            for piece in upstream:
+                pieces.append(piece)
+                yield piece
+            text = "".join(pieces)
+            self.answer = Answer(
+                question=self.question,
+                method=self.result.method,
+                answer=text,
+                citations=cited_ids(text, self.result),
+                model=getattr(client, "chat_model", None) or self.settings.chat_model,
+                retrieval=self.result,
+            )
+        finally:
+            upstream.close()  # left early: closes the model's HTTP stream now, not at garbage collection
+            if self.client is None:
+                client.close()

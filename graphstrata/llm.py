@@ -34,6 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import openai
 from pydantic import BaseModel, ValidationError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -388,6 +389,49 @@ class LLMClient:
             reply = self._complete(messages, stage, params)
             self._cache_put(key, {"reply": reply})
             return reply
+
+    def chat_stream(self, messages: Sequence[Message], *, stage: str = "chat", **params: Any) -> Iterator[str]:
+        """The reply as it is generated: text pieces in order, whose concatenation is what :meth:`chat`
+        returns (the two share the cache; a hit is served as one piece).
+
+        Opening the stream goes through the retry policy and the concurrency bound like every other
+        request; once a piece has been yielded a failure raises :class:`LLMCallFailed` (a retry would
+        repeat text). Accounting uses the usage the endpoint reports in the stream, else an estimate.
+        Closing the iterator early (the reader went away) closes the HTTP response, so the endpoint
+        stops generating; only a complete reply is cached.
+        """
+        params = self._params(params)
+        with self._counting_failures(stage):
+            model = self._require_chat_model()
+            key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
+            hit = self._cache_get(key)
+            if hit is not None and isinstance(hit.get("reply"), str):
+                self._add(stage, cache_hits=1)
+                yield hit["reply"]
+                return
+            stream = self._request(
+                stage,
+                lambda: self._client.chat.completions.create(model=model, messages=messages, stream=True, **params),
+            )
+            pieces: list[str] = []
+            usage = None
+            try:
+                for chunk in stream:
+                    usage = getattr(chunk, "usage", None) or usage
+                    for choice in chunk.choices or []:
+                        piece = choice.delta.content if choice.delta is not None else None
+                        if piece:
+                            pieces.append(piece)
+                            yield piece
+            except (openai.APIError, httpx.HTTPError) as exc:
+                raise LLMCallFailed(f"{stage}: the stream broke after {len(pieces)} pieces: {exc}") from exc
+            finally:
+                stream.close()  # early close (GeneratorExit) included: the endpoint stops generating
+                text = "".join(pieces)
+                prompt = usage.prompt_tokens if usage else _estimate_tokens(json.dumps(list(messages)))
+                completion = usage.completion_tokens if usage else _estimate_tokens(text)
+                self._add(stage, calls=1, prompt_tokens=prompt, completion_tokens=completion)
+            self._cache_put(key, {"reply": text})
 
     def chat_json(
         self,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
@@ -67,18 +68,25 @@ class NodeRAGRetriever(Retriever):
         if not entry:
             return [], Subgraph(), {"entities": names, "entry_points": 0}
         gds = GDS(self.db, self.settings.gds_concurrency)
-        with t.stage("project"):
-            proj = gds.project_cypher(GRAPH, query("noderag.project_heterograph"))
-        with t.stage("ppr"):
-            ranked = self.db.read(
-                query("noderag.ppr"),
-                graph=proj.name,
-                sources=entry,
-                damping=1 - p.alpha,
-                iterations=p.iterations + 1,
-                concurrency=gds.concurrency,
-                limit=max(200, 20 * p.cross_k),
-            )
+        ranked: list[dict] = []
+        for attempt in (1, 2):  # a concurrent request may replace a stale projection under us: retry once
+            with t.stage("project"):
+                proj = gds.project_cypher(GRAPH, query("noderag.project_heterograph"))
+            try:
+                with t.stage("ppr"):
+                    ranked = self.db.read(
+                        query("noderag.ppr"),
+                        graph=proj.name,
+                        sources=entry,
+                        damping=1 - p.alpha,
+                        iterations=p.iterations + 1,
+                        concurrency=gds.concurrency,
+                        limit=max(200, 20 * p.cross_k),
+                    )
+                break
+            except ClientError:
+                if attempt == 2:
+                    raise
         score = {r["id"]: r["score"] for r in ranked}
         # cross nodes: the top cross_k of each retrievable type by PPR score
         per_type: dict[str, list[str]] = {}

@@ -1,0 +1,476 @@
+"""Beyond the papers: one graph, several methods. ``fusion`` runs a set of methods concurrently and
+fuses their rankings with reciprocal rank fusion; ``auto`` picks one method per question by its shape.
+
+**fusion** (Cormack et al., 2009: RRF with k = 60). Every method ranks *units*, and the units are
+source chunks, so evidence found by several methods adds up even when the methods return different
+node types for it (NodeRAG a ``SemanticUnit``, KET-RAG a ``SubChunk``, the baselines the ``Chunk``):
+
+* a method's ranking is the order in which its items first cite each chunk (exactly what
+  :meth:`RetrievalResult.chunk_ids` gives, the list Recall@k is measured on); an item that cites no
+  chunk (an ``Entity`` description, a ``Summary``) is a unit of its own, keyed by its node id, unless
+  another method's copy of the same node names its chunks;
+* ``rrf(u) = Σ_m 1 / (k + rank_m(u))`` over the methods that ranked ``u``;
+* one item per unit, best fused score first: the ``Chunk`` itself when any method returned it (it
+  holds what the smaller items were extracted from), else the best-ranked item that cites the unit.
+  A unit already covered by an emitted item (a passage spanning two chunks, or the same node found
+  by two methods) adds nothing: context is never spent twice on the same evidence;
+* the fused list is packed under the one token budget, and ``notes`` record each method's rank of
+  every emitted unit and each method's time, item count and own notes (or its error).
+
+Methods run in threads; the question is embedded once before they start (the embedder's cache
+serves the rest). A method that fails or exceeds ``timeout`` is reported in ``notes["errors"]`` and
+the others are fused; methods that are not registered in this installation are skipped.
+
+**auto** routes by the question's shape, in this order (a rule whose method is not registered falls
+through to the next):
+
+1. a *multi-constraint factual* question — a wh-question whose dependency parse holds two or more
+   constraints (verbal predicates, relational ``of`` phrases), e.g. "Which actor starred in Heat and
+   was born in New York?" → ``sgrag`` (query graph, path matching);
+2. two or more *named* query entities → ``e2graphrag`` (local: chunks holding entity pairs). Query
+   entities are those of :func:`graphstrata.ingest.analyze.query_entities`, found exactly as at
+   ingest; its common nouns (``capital``, ``film``) are in nearly every question, so the pair rule
+   counts the named ones;
+3. no query entity at all, or summary-style wording ("summarize", "overview", "main themes" …) →
+   the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
+   it runs when no query entity maps) when the question has no query entity, else ``noderag``
+   (its ``HighLevel`` community summaries answer corpus-level questions);
+4. otherwise → ``noderag``, or ``fusion`` where NodeRAG is not installed.
+
+The route, the rule and the reason are in ``notes``, with the routed method's own notes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from graphstrata.retrieval.base import (
+    METHODS,
+    ContextItem,
+    RetrievalError,
+    RetrievalResult,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    _load_methods,
+    get_retriever,
+    register,
+)
+
+RRF_K = 60
+#: fusion's default methods, in this order of preference (those registered here are used)
+DEFAULT_FUSION = ("vector", "fulltext", "noderag", "ketrag", "e2graphrag")
+#: every method name the design knows; a name outside it and the registry is a typo, not "not installed"
+KNOWN_METHODS = (
+    "vector",
+    "fulltext",
+    "noderag",
+    "ketrag",
+    "ketrag-skeleton",
+    "ketrag-keyword",
+    "e2graphrag",
+    "darag",
+    "sgrag",
+)
+META_METHODS = ("fusion", "auto")
+
+
+# ------------------------------------------------------------------------------------------------
+# reciprocal rank fusion (pure: tested on fixed rankings)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Fused:
+    """One unit of the fused ranking and the item that represents it."""
+
+    unit: str  # a chunk id, or a node id for an item that cites no chunk
+    score: float  # Σ 1/(k + rank)
+    ranks: dict[str, int]  # method -> rank of the unit in that method's unit ranking (1-based)
+    item: ContextItem  # the representative (a copy with score = RRF and the ranks in `why`)
+    method: str  # the method whose item represents the unit
+    covers: list[str] = field(default_factory=list)  # units the representative covers
+
+
+def _units(item: ContextItem, node_chunks: Mapping[str, list[str]]) -> list[str]:
+    if item.chunk_ids:
+        return list(dict.fromkeys(item.chunk_ids))
+    return node_chunks.get(item.node_id) or [item.node_id]
+
+
+def unit_rankings(rankings: Mapping[str, Sequence[ContextItem]]) -> dict[str, dict[str, int]]:
+    """Method → {unit: rank}: the order in which each method's items first cite each unit."""
+    node_chunks = _node_chunks(rankings)
+    out: dict[str, dict[str, int]] = {}
+    for method, items in rankings.items():
+        ranks: dict[str, int] = {}
+        for item in items:
+            for u in _units(item, node_chunks):
+                ranks.setdefault(u, len(ranks) + 1)
+        out[method] = ranks
+    return out
+
+
+def _node_chunks(rankings: Mapping[str, Sequence[ContextItem]]) -> dict[str, list[str]]:
+    """Node id → the chunks some method says it comes from (so a copy without chunk ids dedups too)."""
+    found: dict[str, list[str]] = {}
+    for items in rankings.values():
+        for item in items:
+            if item.chunk_ids:
+                found.setdefault(item.node_id, list(dict.fromkeys(item.chunk_ids)))
+    return found
+
+
+def rrf_fuse(rankings: Mapping[str, Sequence[ContextItem]], k: int = RRF_K) -> list[Fused]:
+    """Reciprocal rank fusion of several methods' ranked items at the chunk level, de-duplicated.
+
+    ``rankings`` maps a method name to its items, best first (dict order breaks score ties). Returns
+    one :class:`Fused` per emitted unit, best first; see the module docstring for the rules.
+    """
+    node_chunks = _node_chunks(rankings)
+    ranks = unit_rankings(rankings)
+    order = list(rankings)
+    units: dict[str, dict[str, int]] = {}  # unit -> method -> rank
+    for method in order:
+        for u, r in ranks[method].items():
+            units.setdefault(u, {})[method] = r
+    scores = {u: sum(1.0 / (k + r) for r in by.values()) for u, by in units.items()}
+    # best fused score; ties: the better best rank, then the earlier method, then first seen
+    seen_order = {u: i for i, u in enumerate(units)}
+    ranked = sorted(
+        units,
+        key=lambda u: (-scores[u], min(units[u].values()), min(order.index(m) for m in units[u]), seen_order[u]),
+    )
+
+    # candidates per unit: (item position in its method, method order, method, item)
+    candidates: dict[str, list[tuple[int, int, str, ContextItem]]] = {}
+    for mi, method in enumerate(order):
+        for pos, item in enumerate(rankings[method]):
+            for u in _units(item, node_chunks):
+                candidates.setdefault(u, []).append((pos, mi, method, item))
+
+    out: list[Fused] = []
+    covered: set[str] = set()
+    emitted: set[str] = set()
+    for u in ranked:
+        if u in covered:
+            continue
+        cands = [c for c in candidates[u] if c[3].node_id not in emitted]
+        if not cands:
+            continue
+        whole = [c for c in cands if c[3].label == "Chunk" and c[3].node_id == u and _units(c[3], node_chunks) == [u]]
+        pos, _, method, rep = min(whole or cands, key=lambda c: (c[0], c[1]))
+        covers = _units(rep, node_chunks)
+        covered.update(covers)
+        emitted.add(rep.node_id)
+        by = units[u]
+        votes = ", ".join(f"{m} #{r}" for m, r in sorted(by.items(), key=lambda x: order.index(x[0])))
+        item = rep.model_copy(update={"score": scores[u], "why": f"RRF({votes}); {method}: {rep.why}"})
+        out.append(Fused(unit=u, score=scores[u], ranks=dict(by), item=item, method=method, covers=covers))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# fusion
+# ------------------------------------------------------------------------------------------------
+
+
+def resolve_methods(requested: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(methods to run, requested methods skipped because this installation has not registered them)."""
+    _load_methods()
+    if requested is None:
+        return [m for m in DEFAULT_FUSION if m in METHODS], [m for m in DEFAULT_FUSION if m not in METHODS]
+    bad = [m for m in requested if m in META_METHODS]
+    if bad:
+        raise RetrievalError(f"fusion cannot run {', '.join(bad)} inside itself")
+    unknown = [m for m in requested if m not in METHODS and m not in KNOWN_METHODS]
+    if unknown:
+        raise RetrievalError(f"unknown method(s) {unknown} for fusion; available: {', '.join(sorted(METHODS))}")
+    run = list(dict.fromkeys(m for m in requested if m in METHODS))
+    return run, [m for m in requested if m not in METHODS]
+
+
+class FusionParams(RetrieverParams):
+    top_k: int = Field(20, ge=1, le=1000, description="fused units kept before budget packing")
+    methods: list[str] | None = Field(
+        None,
+        description=f"methods to fuse (default: those of {', '.join(DEFAULT_FUSION)} that are installed); "
+        "names not installed here are skipped",
+    )
+    rrf_k: int = Field(RRF_K, ge=1, le=10_000, description="RRF constant k: 1/(k + rank)")
+    method_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per-method parameters, e.g. {'noderag': {'top_k': 5}}"
+    )
+    timeout: float = Field(120.0, gt=0, le=3600, description="seconds to wait for the methods; late ones are dropped")
+
+    @model_validator(mode="after")
+    def _check(self) -> FusionParams:
+        if self.methods is not None and not self.methods:
+            raise ValueError("methods is empty")
+        return self
+
+
+@register
+class FusionRetriever(Retriever):
+    name = "fusion"
+    summary = (
+        "Fusion: runs several methods concurrently and fuses them by reciprocal rank fusion (k=60) over source "
+        "chunks, de-duplicated, under one token budget."
+    )
+    Params = FusionParams
+
+    def _retrieve(self, question: str, p: FusionParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        methods, skipped = resolve_methods(p.methods)
+        if not methods:
+            raise RetrievalError("none of the requested methods is installed here")
+        with t.stage("embed"):
+            self.embedder.embed([question])  # once; every method's embed_query is then a cache hit
+        results, errors, ms = self.run_methods(question, methods, p)
+        if not results:
+            raise RetrievalError(f"every fused method failed: {errors}")
+        with t.stage("fuse"):
+            fused = rrf_fuse({m: results[m].items for m in methods if m in results}, p.rrf_k)[: p.top_k]
+        nodes: dict[str, None] = {}
+        rels: dict[str, None] = {}
+        for r in results.values():
+            nodes.update(dict.fromkeys(r.subgraph.nodes))
+            rels.update(dict.fromkeys(r.subgraph.relationships))
+        notes: dict[str, Any] = {
+            "rrf_k": p.rrf_k,
+            "methods": {
+                m: {
+                    "ms": round(ms[m], 1),
+                    "items": len(results[m].items) if m in results else 0,
+                    "tokens": results[m].tokens if m in results else 0,
+                    **({"error": errors[m]} if m in errors else {}),
+                    **({"notes": results[m].notes} if m in results and results[m].notes else {}),
+                }
+                for m in methods
+            },
+            "ranks": [
+                {
+                    "node_id": f.item.node_id,
+                    "unit": f.unit,
+                    "rrf": round(f.score, 6),
+                    "from": f.method,
+                    "ranks": f.ranks,
+                }
+                for f in fused
+            ],
+        }
+        if skipped:
+            notes["skipped"] = skipped
+        if errors:
+            notes["errors"] = errors
+        return [f.item for f in fused], Subgraph(nodes=list(nodes), relationships=list(rels)), notes
+
+    def run_methods(
+        self, question: str, methods: list[str], p: FusionParams
+    ) -> tuple[dict[str, RetrievalResult], dict[str, str], dict[str, float]]:
+        """Every method on `question` in its own thread: (results, errors, milliseconds) by method."""
+        results: dict[str, RetrievalResult] = {}
+        errors: dict[str, str] = {}
+        ms: dict[str, float] = {}
+
+        def one(method: str) -> RetrievalResult:
+            start = time.perf_counter()
+            try:
+                params = {"budget": p.budget, **p.method_params.get(method, {})}
+                return get_retriever(method, self.db, self.embedder, self.settings).retrieve(question, **params)
+            finally:
+                ms[method] = (time.perf_counter() - start) * 1000
+
+        pool = ThreadPoolExecutor(max_workers=len(methods), thread_name_prefix="fusion")
+        try:
+            futures = {pool.submit(one, m): m for m in methods}
+            done, late = wait(futures, timeout=p.timeout)
+            for f in done:
+                m = futures[f]
+                try:
+                    results[m] = f.result()
+                except RetrievalError as e:
+                    errors[m] = str(e)
+                except Exception as e:  # one method's failure (e.g. a missing layer) must not sink the others
+                    errors[m] = f"{type(e).__name__}: {e}"
+            for f in late:
+                m = futures[f]
+                errors[m] = f"no result within {p.timeout:g} s"
+                ms.setdefault(m, p.timeout * 1000)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return results, errors, ms
+
+
+# ------------------------------------------------------------------------------------------------
+# auto
+# ------------------------------------------------------------------------------------------------
+
+SUMMARY_STYLE = re.compile(
+    r"\b(summari[sz]e|summary|summaries|overview|overall|main (?:themes?|ideas?|points?|topics?|arguments?)"
+    r"|key (?:themes?|ideas?|points?|topics?|takeaways?|findings?)|themes?|big picture|gist|high[- ]level"
+    r"|in general|broadly|what (?:is|are) (?:this|these|the) (?:corpus|collection|documents?|texts?|articles?)"
+    r"(?: \w+)? about)\b",
+    re.IGNORECASE,
+)
+WH_START = re.compile(
+    r"^\s*(?:(?:and|so|then|in|on|at|for|from|by|of|with|during)\s+)?"
+    r"(?:what|which|who|whom|whose|when|where|how (?:many|much|old|long|far|tall|large|big))\b",
+    re.IGNORECASE,
+)
+#: entity types that are values, not things to look up in the graph (and the numeric ones ingest skips)
+VALUE_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "NOUN"}
+
+
+@dataclass
+class Shape:
+    """What the router looks at."""
+
+    query_entities: list[str]  # graphstrata.ingest.analyze.query_entities (named entities and nouns)
+    named: list[str]  # the named ones (spaCy NER, values such as dates excluded)
+    wh: bool  # a wh-question (what/which/who/when/where/how many …)
+    constraints: int  # verbal predicates + relational "of" phrases
+    summary_style: bool
+
+    @property
+    def multi_constraint(self) -> bool:
+        return self.wh and self.constraints >= 2 and not self.summary_style
+
+
+def question_shape(question: str) -> Shape:
+    """Parse the question once with the ingest spaCy pipeline and measure its shape."""
+    from graphstrata.ingest.analyze import _analyse
+    from graphstrata.ingest.extract import get_nlp
+
+    doc = get_nlp()(question)
+    analysis = _analyse(doc)  # the very analysis query_entities() returns the mentions of
+    entities = list(analysis.mentions)
+    named = [key for key in entities if analysis.names.get(key, ("", "NOUN"))[1] not in VALUE_TYPES]
+    in_entity = {i for ent in doc.ents for i in range(ent.start, ent.end)}
+    verbs = sum(1 for tok in doc if tok.pos_ == "VERB" and not tok.dep_.startswith("aux") and tok.i not in in_entity)
+    ofs = sum(
+        1
+        for tok in doc
+        if tok.lower_ == "of" and tok.dep_ == "prep" and tok.head.pos_ in ("NOUN", "PROPN") and tok.i not in in_entity
+    )
+    return Shape(
+        query_entities=entities,
+        named=named,
+        wh=bool(WH_START.search(question)),
+        constraints=verbs + ofs,
+        summary_style=bool(SUMMARY_STYLE.search(question)),
+    )
+
+
+@dataclass
+class Route:
+    method: str
+    rule: str
+    reason: str
+    params: dict[str, Any] = field(default_factory=dict)
+    passed_over: list[str] = field(default_factory=list)  # rules that matched but whose method is missing
+
+
+def route(shape: Shape, available: set[str] | Sequence[str]) -> Route:
+    """The method for a question of this shape among the `available` ones (pure, no I/O)."""
+    have = set(available)
+    passed: list[str] = []
+
+    def pick(rule: str, reason: str, *choices: str) -> Route | None:
+        for m in choices:
+            if m in have:
+                return Route(m, rule, reason, passed_over=list(passed))
+        passed.append(f"{rule} → {'/'.join(choices)} (not installed)")
+        return None
+
+    if shape.multi_constraint:
+        r = pick(
+            "multi-constraint",
+            f"a factual wh-question with {shape.constraints} constraints (predicates and 'of' relations): "
+            "matched as a query graph",
+            "sgrag",
+        )
+        if r:
+            return r
+    if len(shape.named) >= 2:
+        names = ", ".join(repr(n) for n in shape.named)
+        r = pick(
+            "entity-pair", f"{len(shape.named)} named query entities ({names}): local evidence of pairs", "e2graphrag"
+        )
+        if r:
+            return r
+    if not shape.query_entities:
+        r = pick(
+            "global",
+            "no query entity: the global view (E2GraphRAG dense retrieval over the summary tree)",
+            "e2graphrag",
+            "noderag",
+        )
+        if r:
+            return r
+    elif shape.summary_style:
+        r = pick(
+            "global", "summary-style wording: community summaries (NodeRAG high-level nodes)", "noderag", "e2graphrag"
+        )
+        if r:
+            return r
+    reason = f"a focused question ({len(shape.named)} named entity, {shape.constraints} constraint(s))"
+    r = pick("default", reason, "noderag", "fusion")
+    if r:
+        return r
+    return Route("vector", "fallback", "no graph method is installed", passed_over=passed)
+
+
+class AutoParams(RetrieverParams):
+    top_k: int | None = Field(None, ge=1, le=1000, description="passed to the chosen method (default: its own)")
+    method_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="parameters for whichever method is chosen, by method name"
+    )
+
+
+@register
+class AutoRetriever(Retriever):
+    name = "auto"
+    summary = (
+        "Auto: routes the question by its shape (multi-constraint → sgrag, entity pair → e2graphrag, "
+        "global/summary → e2graphrag or noderag, otherwise noderag) and records why."
+    )
+    Params = AutoParams
+
+    def _retrieve(self, question: str, p: AutoParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        _load_methods()
+        with t.stage("classify"):
+            shape = question_shape(question)
+            chosen = route(shape, set(METHODS))
+        params: dict[str, Any] = {"budget": p.budget, **chosen.params}
+        if p.top_k is not None:
+            params["top_k"] = p.top_k
+        params.update(p.method_params.get(chosen.method, {}))
+        result = get_retriever(chosen.method, self.db, self.embedder, self.settings).retrieve(question, **params)
+        for stage, ms in result.timings_ms.items():
+            t.ms[f"{chosen.method}.{stage}"] = ms
+        notes: dict[str, Any] = {
+            "route": chosen.method,
+            "rule": chosen.rule,
+            "reason": chosen.reason,
+            "shape": {
+                "query_entities": shape.query_entities,
+                "named_entities": shape.named,
+                "wh_question": shape.wh,
+                "constraints": shape.constraints,
+                "summary_style": shape.summary_style,
+            },
+            "params": result.params,
+        }
+        if chosen.passed_over:
+            notes["passed_over"] = chosen.passed_over
+        if result.notes:
+            notes["routed_notes"] = result.notes
+        return result.items, result.subgraph, notes
