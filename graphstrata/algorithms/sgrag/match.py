@@ -1,0 +1,230 @@
+"""Exact subgraph matching with path dominance embeddings (SG-RAG Algorithm 7) — the in-memory driver.
+
+Paper: SG-RAG §4.1 (Eq. 2 pipeline), §4.3 "Path-level Retrieval", §4.4, Algorithm 1 lines 9–24,
+Appendix L / Algorithm 7.
+
+:func:`match_query` runs, over a :class:`~graphstrata.algorithms.sgrag.query_graph.DataGraph` (the
+candidate subgraph the Neo4j layer fetched with Cypher):
+
+1. decomposition of the (normalised) query graph into paths of length ``≤ l`` (Algorithm 4);
+2. the path index over the data paths of the lengths the plan needs, with path dominance embeddings
+   when a :class:`DominanceEmbedder` is given (Eq. 4) — or a prebuilt :class:`PathIndex`;
+3. label completion of the unknown nodes (Algorithms 5–6);
+4. per completed path set ``Q'`` and query path ``p_q``: candidates with equal labels, compatible
+   hops and ``o(p_q) ⪯ o(p_z)`` from the index, then the exact containment check, giving
+   ``p_q.cand_list`` (Algorithm 7, lines 10–36; candidate lists are cached across completions when
+   the labels around a path do not change);
+5. conflict-free assembly (Algorithm 8) and, if nothing matched, the 1-hop fallback subgraph.
+
+Exactness: every filter is either exact (labels, hops, containment, assembly) or has no false
+negatives (dominance embeddings; guaranteed by construction for a monotone
+:class:`~graphstrata.algorithms.sgrag.gat.StarGAT`), so the matches are exactly the injective
+label/relation-preserving embeddings of the query's edges (the semantics in
+:mod:`graphstrata.algorithms.sgrag.query_graph`).  When the completions outnumber
+``max_label_combinations``, one wildcard pass replaces the per-combination passes (unknown positions
+restricted to their candidate labels, no embedding filter): same matches, no enumeration blow-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from graphstrata.algorithms.sgrag.assemble import SubgraphMatch, assemble, fallback_anchors, one_hop_subgraph
+from graphstrata.algorithms.sgrag.completion import candidate_labels, completions, n_completions
+from graphstrata.algorithms.sgrag.decompose import Decomposition, QueryPath, decompose, query_hops
+from graphstrata.algorithms.sgrag.dominance import path_contained
+from graphstrata.algorithms.sgrag.gat import LabelEncoder, StarGAT
+from graphstrata.algorithms.sgrag.path_index import PathIndex
+from graphstrata.algorithms.sgrag.query_graph import DataGraph, DataPath, QueryGraph, enumerate_paths
+
+__all__ = ["DominanceEmbedder", "MatchResult", "PathStats", "build_path_index", "match_query"]
+
+NodeId = Hashable
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass
+class DominanceEmbedder:
+    """A trained :class:`StarGAT` plus the label encoder it was trained with (the model ``M``)."""
+
+    model: StarGAT
+    encode: LabelEncoder
+
+    def node_embeddings(self, graph: DataGraph) -> dict[NodeId, FloatArray]:
+        """``o(v)`` for every data node, from its star in ``graph``."""
+        emb = self.model.embed([graph.star(v) for v in graph.nodes], self.encode)
+        return dict(zip(graph.nodes, emb, strict=True))
+
+    def query_path_embedding(self, query: QueryGraph, qpath: QueryPath) -> FloatArray:
+        """``o(p_q)``: concatenated embeddings of the query stars along the path (labels complete)."""
+        return self.model.embed([query.star(q) for q in qpath.nodes], self.encode).reshape(-1)
+
+
+def build_path_index(
+    graph: DataGraph,
+    lengths: Iterable[int],
+    embedder: DominanceEmbedder | None = None,
+    *,
+    node_embeddings: Mapping[NodeId, npt.ArrayLike] | None = None,
+) -> PathIndex:
+    """Index all simple paths of ``graph`` with the given lengths (both orientations)."""
+    paths: list[DataPath] = []
+    for length in sorted(set(lengths)):
+        paths.extend(enumerate_paths(graph, length))
+    if node_embeddings is None and embedder is not None:
+        node_embeddings = embedder.node_embeddings(graph)
+    return PathIndex(paths, node_embeddings)
+
+
+@dataclass
+class PathStats:
+    """Candidate counts for one query path under one completion (the pruning funnel)."""
+
+    path: QueryPath
+    labels: tuple[str | None, ...]
+    label_group: int  # data paths with these labels (semantic constraint)
+    filtered: int  # … that also pass hops and the dominance filter
+    exact: int  # … that pass the exact containment check (= |cand_list|)
+
+
+@dataclass
+class MatchResult:
+    """Output of :func:`match_query`; ``fallback`` is set iff there is no exact match."""
+
+    query: QueryGraph
+    plan: Decomposition
+    label_candidates: dict[NodeId, frozenset[str]]
+    matches: list[SubgraphMatch]
+    fallback: DataGraph | None
+    completions_tried: int = 0
+    wildcard_pass: bool = False
+    stats: list[PathStats] = field(default_factory=list)
+
+    @property
+    def used_fallback(self) -> bool:
+        return self.fallback is not None
+
+    def answers(self, query_node: NodeId | None = None) -> list[NodeId]:
+        """Distinct data nodes bound to ``query_node`` (default: the query's only unknown node)."""
+        if query_node is None:
+            unknown = self.query.unknown_nodes
+            if len(unknown) != 1:
+                raise ValueError("pass the query node: the query has no or several unknown nodes")
+            query_node = unknown[0]
+        return list(dict.fromkeys(m[query_node] for m in self.matches))
+
+
+def _neighbourhood_key(query: QueryGraph, qpath: QueryPath) -> tuple:
+    """Labels that decide a path's candidates: the path nodes and all their query neighbours."""
+    around = dict.fromkeys(qpath.nodes)
+    for q in qpath.nodes:
+        around.update(dict.fromkeys(query.neighbors(q)))
+    return tuple((q, query.labels[q]) for q in around)
+
+
+def _exact_candidates(
+    query: QueryGraph, qpath: QueryPath, graph: DataGraph, index: PathIndex, rows: npt.NDArray[np.int64], directed: bool
+) -> list[DataPath]:
+    out = []
+    for r in rows.tolist():
+        dpath = index.path(qpath.length, r)
+        if path_contained(query, qpath, graph, dpath, directed=directed):
+            out.append(dpath)
+    return out
+
+
+def match_query(
+    query: QueryGraph,
+    graph: DataGraph,
+    *,
+    path_length: int = 2,
+    index: PathIndex | None = None,
+    embedder: DominanceEmbedder | None = None,
+    directed: bool = False,
+    method: Literal["auto", "exact", "greedy"] = "auto",
+    max_matches: int | None = None,
+    max_label_combinations: int = 256,
+    normalized: Mapping[NodeId, NodeId] | None = None,
+) -> MatchResult:
+    """Exact SG-RAG retrieval of ``query`` in ``graph`` (see the module docstring).
+
+    ``index`` may be prebuilt (e.g. with stored node embeddings); it must hold the path lengths the
+    plan needs.  ``normalized`` (query node → data node, from entity normalisation) only picks the
+    fallback anchors.  ``max_matches`` caps the matches per assembled path set.
+    """
+    plan = decompose(query, path_length, method=method)
+    result = MatchResult(query, plan, {}, [], None)
+    if plan.paths:
+        if index is None:
+            index = build_path_index(graph, plan.lengths, embedder)
+        elif missing := plan.lengths - set(index.lengths):
+            raise ValueError(f"the index has no paths of length {sorted(missing)}")
+        _match(query, graph, plan, index, embedder, directed, max_matches, max_label_combinations, result)
+    if not result.matches:
+        result.fallback = one_hop_subgraph(graph, fallback_anchors(query, graph, normalized))
+    return result
+
+
+def _match(
+    query: QueryGraph,
+    graph: DataGraph,
+    plan: Decomposition,
+    index: PathIndex,
+    embedder: DominanceEmbedder | None,
+    directed: bool,
+    max_matches: int | None,
+    max_label_combinations: int,
+    result: MatchResult,
+) -> None:
+    paths: Sequence[QueryPath] = plan.paths
+    hops = [query_hops(query, p) for p in paths]
+    U = candidate_labels(query, paths, index, graph, directed=directed)
+    result.label_candidates = U
+    if any(not labels for labels in U.values()):
+        return
+    found: dict[tuple, SubgraphMatch] = {}
+
+    if n_completions(U) > max_label_combinations:
+        # one wildcard pass: unknown positions restricted to U, exact check with wildcards
+        result.wildcard_pass = True
+        cand_lists = []
+        for qpath, qhops in zip(paths, hops, strict=True):
+            labels = tuple(query.labels[q] for q in qpath.nodes)
+            rows = index.filter_hops(qpath.length, index.rows(labels), qhops, directed)
+            for pos, q in enumerate(qpath.nodes):
+                if q in U and len(rows):
+                    allowed = U[q]
+                    rows = rows[[lab in allowed for lab in index.label_at(qpath.length, rows, pos)]]
+            exact = _exact_candidates(query, qpath, graph, index, rows, directed)
+            result.stats.append(PathStats(qpath, labels, len(rows), len(rows), len(exact)))
+            cand_lists.append(exact)
+        for m in assemble(paths, cand_lists, max_results=max_matches):
+            found.setdefault(m.binding, m)
+        result.matches = list(found.values())
+        return
+
+    cache: dict[tuple, tuple[list[DataPath], PathStats]] = {}
+    use_embeddings = embedder is not None and index.embedding_dim is not None
+    for completion in completions(query, U):
+        result.completions_tried += 1
+        completed = query.with_labels(completion)
+        cand_lists = []
+        for k, (qpath, qhops) in enumerate(zip(paths, hops, strict=True)):
+            key = (k, _neighbourhood_key(completed, qpath))
+            if key not in cache:
+                labels = tuple(completed.labels[q] for q in qpath.nodes)
+                q_emb = embedder.query_path_embedding(completed, qpath) if use_embeddings else None  # type: ignore[union-attr]
+                rows = index.candidates(labels, qhops, q_emb, directed=directed)  # type: ignore[arg-type]
+                exact = _exact_candidates(completed, qpath, graph, index, rows, directed)
+                stats = PathStats(qpath, labels, len(index.rows(labels)), len(rows), len(exact))
+                cache[key] = (exact, stats)
+                result.stats.append(stats)
+            cand_lists.append(cache[key][0])
+        for m in assemble(paths, cand_lists, max_results=max_matches):
+            found.setdefault(m.binding, m)
+    result.matches = list(found.values())
