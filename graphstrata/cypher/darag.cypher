@@ -1,0 +1,45 @@
+// DA-RAG retrieval (graphstrata/retrieval/darag.py): the subgraphs the coarse and fine
+// embedding-attributed community searches (EACS, §4–5 of the paper) run on, each fetched by one
+// query. The k-truss decomposition and Q-Peel themselves run in Python (graphstrata/algorithms/).
+
+// name: coarse_candidates
+// §4 Coarse-grained retrieval, its search range on the Semantic Chunk Layer L_C: the top-$n chunks
+// by cosine to the query embedding $vector (vector index chunk_embedding, score = (1 + cos) / 2),
+// best first, each with its text and its CHUNK_RELATED neighbours among these $n chunks, so the
+// rows together hold the induced chunk-layer subgraph (every edge listed once, from its start node).
+CALL db.index.vector.queryNodes('chunk_embedding', $n, $vector) YIELD node, score
+WITH collect(node) AS cs, collect(score) AS scores
+UNWIND range(0, size(cs) - 1) AS i
+WITH cs, cs[i] AS c, scores[i] AS score
+RETURN c.id AS id, score, c.embedding AS embedding, c.text AS text, c.doc_title AS doc_title,
+       c.title AS title, c.description AS description,
+       [(c)-[:CHUNK_RELATED]->(d:Chunk) WHERE d IN cs | d.id] AS related
+ORDER BY score DESC;
+
+// name: working_subgraph
+// §4 Working subgraph construction: V_work = the entities linked (MENTIONS, the inter-layer links
+// E_inter) to the chunks $chunks of the chunk community H_C, one row per entity with the chunks of
+// H_C that mention it, and the edges of the two fine layers induced on V_work:
+//   related  the KG layer L_KG: RELATED edges to other entities of V_work (each edge once, from its
+//            start node; parallel predicates are separate rows);
+//   similar  the similarity layer L_S: the entity's $k_neighbor most similar entities by its
+//            SIMILAR {kind: 'semantic'} edges (its KNN list, §4.1), wherever they are — the caller
+//            keeps those inside V_work (cheaper than a list scan per neighbour here).
+MATCH (c:Chunk)-[:MENTIONS]->(e:Entity)
+WHERE c.id IN $chunks
+WITH e, collect(c.id) AS chunks
+WITH collect({e: e, chunks: chunks}) AS rows
+WITH rows, [r IN rows | r.e] AS es
+UNWIND rows AS r
+WITH es, r.e AS e, r.chunks AS chunks
+RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description, e.embedding AS embedding,
+       chunks,
+       COLLECT {
+         MATCH (e)-[x:RELATED]->(f:Entity) WHERE f IN es
+         RETURN {b: f.id, predicate: x.predicate, description: x.description, weight: x.weight} AS rel
+       } AS related,
+       COLLECT {
+         MATCH (e)-[s:SIMILAR {kind: 'semantic'}]->(f:Entity)
+         WITH f, s ORDER BY s.score DESC, f.id LIMIT $k_neighbor
+         RETURN {b: f.id, score: s.score} AS sim
+       } AS similar;
