@@ -52,9 +52,14 @@ class RetrievalResult(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     params: dict[str, Any] = Field(default_factory=dict)
     notes: dict[str, Any] = Field(default_factory=dict, description="method-specific facts, e.g. branch taken")
+    chunk_ranking: list[str] | None = Field(
+        None, description="passages ranked by the method itself, when that differs from the items' order"
+    )
 
     def chunk_ids(self) -> list[str]:
         """Source chunks in rank order, each once (what Recall@k is measured on)."""
+        if self.chunk_ranking is not None:
+            return list(self.chunk_ranking)
         seen: dict[str, None] = {}
         for item in self.items:
             for c in item.chunk_ids:
@@ -132,9 +137,11 @@ class Retriever(ABC):
             raise RetrievalError(f"bad parameters for {self.name}: {e}") from e
         timer = Timer()
         items, subgraph, notes = self._retrieve(question.strip(), p, timer)
+        ranking = notes.pop("chunk_ranking", None)
         with timer.stage("pack"):
             packed = pack(items, p.budget)
         return RetrievalResult(
+            chunk_ranking=ranking,
             method=self.name,
             question=question,
             items=packed,

@@ -111,7 +111,15 @@ class NodeRAGRetriever(Retriever):
                     node_id=i, label=r["label"], text=text, score=score.get(i, 0.0), why=why, chunk_ids=r["chunks"]
                 )
             )
+        # Passages ranked by the PPR mass of the retrieved nodes taken from them: T itself, and the
+        # chunk an S or R came from. A and H summarise many passages, so they rank none.
+        mass: dict[str, float] = {}
+        for it in items:
+            if it.label in ("Chunk", "SemanticUnit", "Relation"):
+                for c in it.chunk_ids:
+                    mass[c] = mass.get(c, 0.0) + it.score / len(it.chunk_ids)
         notes = {
+            "chunk_ranking": sorted(mass, key=lambda c: -mass[c]),
             "entities": names,
             "entry_points": len(entry),
             "exact_entities": len(exact),

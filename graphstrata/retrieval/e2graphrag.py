@@ -1,0 +1,375 @@
+"""E2GraphRAG retrieval (seed 003, §3.2 and Algorithm 1 in Appendix A): no LLM at query time.
+
+1. Query entities: the question's spaCy entities and nouns, normalised exactly as at ingest
+   (:func:`graphstrata.ingest.analyze.query_entities`), mapped to ``Entity`` nodes by normalised
+   name; names that map to nothing are ignored (§3.2: "treated as invalid").
+2. No entity → **global** mode: dense retrieval over the collapsed summary tree (every ``Chunk``
+   and current ``Summary`` in one ranking, as RAPTOR), the ``top_k`` nearest, by similarity.
+3. Graph filter (Eq. 1): the pairs of query entities within ``hops`` (h) hops of each other on the
+   ``CO_OCCURS`` graph.
+4. No pair → **global+occurrence**: the ``2·top_k`` nearest collapsed-tree nodes, re-ranked by
+   the occurrences of the query entities (a chunk: the sum of its ``MENTIONS`` counts; a summary:
+   the sum over its children, i.e. over the chunks below it), ``top_k`` kept (Occurrence Ranking).
+5. Otherwise **local**: index mapping (Eq. 2) — the chunks mentioning both entities of a pair,
+   united over the pairs; while that is more than ``max_chunks`` (25, Algorithm 1 line 11) chunks,
+   h is tightened by one and the mapping redone; if it empties, the last non-empty set is ranked by
+   Entity-Aware Ranking (distinct query entities in the chunk, then their occurrences) and the
+   ``top_k`` best kept.
+6. Output as the paper formats it: ``"entity1-entity2-…: chunks"`` — each chunk once, under the
+   union of the entity pairs that selected it; adjacent chunks of a document merged into one
+   passage (their token overlap written once); groups ranked by entity coverage, chunks in
+   document order within a group.
+
+``notes["branch"]`` is ``local``, ``global`` or ``global+occurrence``; ``notes["local"]`` says how
+the local branch ended (``direct``, ``tightened``, ``entity-aware fallback``); ``notes["h_history"]``
+lists ``[h, chunks]`` per iteration. Without a summary tree (the ``summary_tree`` augment stage has
+not run) global modes rank chunks only, and ``notes["tree"]`` says so.
+
+Choices where the paper is silent or its code differs:
+
+* An entity pair whose index mapping is empty at the initial h cannot give local evidence, and
+  Algorithm 1 has no previous set to fall back to; as the authors' code does
+  (``query.py``: ``chunk_count == 0`` → occurrence ranking) this goes to global+occurrence.
+* Eq. 1 bounds the hop count by h; the authors' code compares the number of *nodes* on the
+  shortest path with h (i.e. h-1 hops). We follow the paper.
+* ``top_k`` is the paper's k (the most chunks returned; 25, the authors' ``max_chunk_setting``).
+  When the local set holds more than ``top_k`` chunks (``max_chunks`` > ``top_k``), the
+  Entity-Aware ranking chooses which to keep before formatting.
+* A summary item carries no ``chunk_ids``: its text is not any passage's text, so it does not
+  count as retrieving one for Recall@k; its ``SUMMARIZES`` edges are in the subgraph.
+
+Graph filter: Cypher ``shortestPath`` versus GDS BFS, measured on the hotpotqa_dev100 graph
+(994 passages, 13,031 entities, 82,888 CO_OCCURS edges; the 99 questions with a pair, 14 pairs
+each on average; 2 shared cores, 2026-11-22): Cypher ``shortestPath`` (now the ``pairs`` part of
+the ``local_index`` query), one query for all pairs of a question, p50 7.8 ms / p95 22 ms;
+GDS ``gds.bfs.stream`` per pair with ``maxDepth`` h (projection reused,
+its staleness checked) p50 50 ms / p95 181 ms for one h, p50 109 ms / p95 345 ms for h = 4..1;
+the projection itself takes 6.3 s and is rebuilt after any write. Both select the same pairs.
+Cypher wins because ``shortestPath`` is a bidirectional BFS that stops where the two frontiers
+meet (a pair within h costs two frontiers of depth about h/2, and 1,277 of the 1,382 pairs are 1
+or 2 hops apart), and one query returns the hop count of every pair, so tightening h is a filter
+in Python rather than another query. ``gds.bfs.stream`` expands from one end only — through the
+co-occurrence graph's noun hubs ("film", "city") a depth-h frontier is much of the graph — answers
+reachability for one h per call, and pays the procedure and catalogue overhead per pair.
+``graph_filter="gds"`` keeps the GDS variant selectable (the tests check that both agree).
+
+Latency: the local branch is spaCy on the question plus one Cypher round trip (``local_index``:
+entities, pair distances, the entity→chunk index and, for up to 100 candidate chunks, their
+texts); the global branches add the query embedding and one vector query. On hotpotqa_dev100,
+methods interleaved per question on a quiet machine: p50 13.8 ms (vector 3.9 ms), of which spaCy
+(tok2vec + NER, the cost the paper's Appendix D names) is ~8 ms and the graph query ~2.5 ms.
+``bench/retrieval.py`` (methods run one after the other on a loaded machine) gave p50 18.6 ms /
+p95 41 ms against vector's 90.6 / 655 ms; Recall@2 0.375, Recall@5 0.515, Coverage 0.604
+(vector 0.625 / 0.790 / 0.725): 994 one-passage documents are not the long books E2GraphRAG is
+made for — no summary tree exists (every document is a single chunk), and exact name mapping
+misses entities the passages name differently ("Christopher Nolan" vs "Christopher Edward Nolan").
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from itertools import combinations
+from typing import Any, Literal
+
+from pydantic import Field
+
+from graphstrata.augment.summary_tree import join_overlapping
+from graphstrata.cypher import query
+from graphstrata.ingest.analyze import query_entities
+from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+
+MAX_HOPS = 8
+GDS_GRAPH = "e2graphrag_cooc"
+INLINE_TEXTS = 100  # co-mentioning chunks up to which local_index returns their texts (saves a round trip)
+
+
+class E2GraphRAGParams(RetrieverParams):
+    top_k: int = Field(
+        25,
+        ge=1,
+        le=1000,
+        description="k: the most chunks (local) or collapsed-tree nodes (global) returned; the paper's k, 25 in "
+        "the authors' code (max_chunk_setting)",
+    )
+    hops: int = Field(
+        4,
+        ge=1,
+        le=MAX_HOPS,
+        description="h: query-entity pairs farther apart than h hops on the co-occurrence graph are dropped "
+        "(Eq. 1); the starting value, tightened while too many chunks match. 4 in the paper (Appendix C)",
+    )
+    max_chunks: int = Field(
+        25,
+        ge=1,
+        le=1000,
+        description="while the index mapping yields more chunks than this, h is tightened (Algorithm 1, line 11)",
+    )
+    candidate_factor: int = Field(
+        2,
+        ge=1,
+        le=20,
+        description="occurrence ranking re-ranks the candidate_factor·k nearest nodes (the paper's 2k)",
+    )
+    graph_filter: Literal["cypher", "gds"] = Field(
+        "cypher",
+        description="how pair distances are found: Cypher bidirectional shortestPath (faster, see the module "
+        "docstring) or GDS BFS",
+    )
+
+
+Pair = tuple[str, str]
+
+
+@register
+class E2GraphRAGRetriever(Retriever):
+    name = "e2graphrag"
+    summary = (
+        "E2GraphRAG: spaCy query entities → co-occurrence graph filter (pairs within h hops) → chunks holding "
+        "both entities, h tightened to ≤ 25; global dense retrieval over the summary tree with occurrence "
+        "ranking when the query has no entity pair. No LLM at query time."
+    )
+    Params = E2GraphRAGParams
+
+    def _retrieve(
+        self, question: str, p: E2GraphRAGParams, t: Timer
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        with t.stage("entities"):
+            names = query_entities(question)
+        ents, mapped, within, comention, inline = self._index(names, p, t)
+        notes: dict[str, Any] = {
+            "query_entities": names,
+            "mapped": list(ents.values()),
+            "unmapped": [n for n in names if n not in mapped],
+        }
+        if not ents:
+            notes["branch"] = "global"
+            return self._global(question, p, t, [], ents, notes, occurrence=False)
+
+        pairs: list[Pair] = list(combinations(ents, 2))
+        with t.stage("graph_filter"):
+            selected = within(p.hops)
+        notes["pairs"] = [{"a": ents[a], "b": ents[b], "within_h": (a, b) in selected} for a, b in pairs]
+        if not selected:
+            notes["branch"] = "global+occurrence"
+            notes["reason"] = "no entity pair within h hops" if len(ents) > 1 else "a single query entity"
+            return self._global(question, p, t, list(ents), ents, notes, occurrence=True)
+
+        # index mapping (Eq. 2) from the entity→chunk index: the chunks mentioning both of a pair
+        info = {c["id"]: {"doc_id": c["doc_id"], "ordinal": c["ordinal"], "occ": dict(c["occ"])} for c in comention}
+        order = {e: i for i, e in enumerate(ents)}
+        evidence: dict[Pair, set[str]] = defaultdict(set)
+        for c, x in info.items():
+            for a, b in combinations(sorted(x["occ"], key=order.__getitem__), 2):
+                evidence[(a, b)].add(c)
+
+        def mapping(h: int) -> tuple[set[Pair], set[str]]:
+            ps = within(h) if h > 0 else set()
+            return ps, set().union(*(evidence[x] for x in ps))
+
+        h = p.hops
+        ps, chunks = mapping(h)
+        history = [[h, len(chunks)]]
+        if not chunks:
+            notes["branch"] = "global+occurrence"
+            notes["reason"] = "no chunk holds both entities of a pair within h hops"
+            notes["h_history"] = history
+            return self._global(question, p, t, list(ents), ents, notes, occurrence=True)
+        prev: tuple[int, set[Pair], set[str]] | None = None
+        with t.stage("tighten"):
+            while len(chunks) > p.max_chunks:
+                prev = (h, ps, chunks)
+                h -= 1
+                ps, chunks = mapping(h)
+                history.append([h, len(chunks)])
+        notes["branch"] = "local"
+        notes["h_history"] = history
+        if chunks:
+            notes["local"] = "direct" if len(history) == 1 else "tightened"
+        else:
+            assert prev is not None
+            h, ps, chunks = prev
+            notes["local"] = "entity-aware fallback"
+        notes["h"] = h
+        chosen = entity_aware_rank(chunks, info)[: p.top_k]
+        keys = {c: sorted({e for x in ps if c in evidence[x] for e in x}, key=list(ents).index) for c in chosen}
+        texts = {c: inline[c] for c in chosen if c in inline}
+        if len(texts) < len(chosen):
+            with t.stage("texts"):
+                texts = {r["id"]: r for r in self.db.read(query("e2graphrag.chunk_texts"), ids=chosen)}
+        items = format_local(chosen, keys, info, texts, ents)
+        sub = Subgraph(
+            nodes=list(ents) + chosen,
+            relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
+        )
+        return items, sub, notes
+
+    # --- entities, graph filter, entity→chunk index ----------------------------------------------
+    def _index(
+        self, names: list[str], p: E2GraphRAGParams, t: Timer
+    ) -> tuple[dict[str, str], set[str], Callable[[int], set[Pair]], list[dict], dict[str, dict]]:
+        """Mapped entities (id → name, question order), the names that mapped, ``h -> pairs within h
+        hops`` (h ≤ p.hops), the chunks that mention two or more of the entities, and the texts of
+        those chunks when there are few (``INLINE_TEXTS``)."""
+        if not names:
+            return {}, set(), lambda h: set(), [], {}
+        if p.graph_filter == "cypher":
+            text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
+            with t.stage("graph"):
+                row = self.db.read_one(text, names=names, inline=INLINE_TEXTS)
+            assert row is not None
+            ents = {e["id"]: e["name"] for e in row["entities"]}
+            mapped = {e["normalized"] for e in row["entities"]}
+            hops = {(a, b): n for a, b, n in row["pairs"]}
+            inline = {r["id"]: r for r in row["texts"]}
+            return (
+                ents,
+                mapped,
+                lambda h: {x for x, n in hops.items() if n is not None and n <= h},
+                row["chunks"],
+                inline,
+            )
+
+        from graphstrata.gds import GDS
+
+        with t.stage("graph"):
+            rows = self.db.read(query("e2graphrag.map_entities"), names=names)
+            ents = {r["id"]: r["name"] for r in rows}
+            mapped = {r["normalized"] for r in rows}
+            chunks = [r["chunk"] for r in self.db.read(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
+        pairs = [list(x) for x in combinations(ents, 2)]
+        cache: dict[int, set[Pair]] = {}
+
+        def within(h: int) -> set[Pair]:
+            if h not in cache:
+                if not pairs:
+                    return set()
+                graph = GDS(self.db).project(GDS_GRAPH, "Entity", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
+                rows = self.db.read(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
+                cache[h] = {(r["a"], r["b"]) for r in rows if r["reached"]}
+            return cache[h]
+
+        return ents, mapped, within, chunks, {}
+
+    # --- global modes ---------------------------------------------------------------------------
+    def _global(
+        self,
+        question: str,
+        p: E2GraphRAGParams,
+        t: Timer,
+        eids: list[str],
+        ents: dict[str, str],
+        notes: dict[str, Any],
+        occurrence: bool,
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        with t.stage("embed"):
+            v = self.embed_query(question)
+        k = p.top_k * (p.candidate_factor if occurrence else 1)
+        with t.stage("dense"):
+            rows = self.db.read(query("e2graphrag.collapsed_tree"), k=k, vector=v, eids=eids)
+        n_summaries = rows[0]["summaries"] if rows else 0
+        notes["tree"] = (
+            f"{n_summaries} Summary nodes"
+            if n_summaries
+            else "no Summary nodes (summary_tree stage not run, or only one-chunk documents): "
+            "global mode over chunks only"
+        )
+        for r in rows:
+            r["weight"] = r["weight"] or 0
+        if occurrence:
+            rows.sort(key=lambda r: (-r["weight"], -r["score"]))
+            notes["candidates"] = len(rows)
+        rows = rows[: p.top_k]
+        items = []
+        for r in rows:
+            is_chunk = r["label"] == "Chunk"
+            how = "cosine similarity to the question (collapsed tree)"
+            if occurrence:
+                how = (
+                    f"{r['weight']} occurrences of the query entities"
+                    + ("" if is_chunk else " below it")
+                    + (f", among the {k} nearest nodes")
+                )
+            items.append(
+                ContextItem(
+                    node_id=r["id"],
+                    label=r["label"],
+                    text=f"{r['title']}\n{r['text']}" if is_chunk else f"{r['title']} (summary)\n{r['text']}",
+                    score=float(r["score"] + r["weight"]) if occurrence else float(r["score"]),
+                    why=how if is_chunk else f"{how}; summary (level {r['level']}) of {r['leaves']} chunks",
+                    chunk_ids=[r["id"]] if is_chunk else [],
+                    doc_titles=[r["title"]] if r["title"] else [],
+                )
+            )
+        sub = Subgraph(
+            nodes=list(ents) + [r["id"] for r in rows],
+            relationships=[f"{r['id']}-SUMMARIZES->{c}" for r in rows for c in r["children"]],
+        )
+        return items, sub, notes
+
+
+def entity_aware_rank(chunks: set[str], info: dict[str, dict]) -> list[str]:
+    """Entity-Aware Ranking (§3.2): distinct query entities in the chunk, then their occurrences
+    (the chunk→entity index); ties in document order."""
+
+    def key(c: str) -> tuple:
+        occ = info[c]["occ"]
+        return (-len(occ), -sum(occ.values()), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
+
+    return sorted(chunks, key=key)
+
+
+def format_local(
+    chosen: list[str], keys: dict[str, list[str]], info: dict[str, dict], texts: dict[str, dict], ents: dict[str, str]
+) -> list[ContextItem]:
+    """ "entity1-entity2-…: chunks": one group per entity key (the union of the pairs that selected
+    the chunk), groups by coverage (entities in the key) then occurrences; within a group the
+    chunks in document order (documents by their best chunk's rank), adjacent ones merged."""
+    rank = {c: i for i, c in enumerate(chosen)}
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    for c in chosen:
+        groups[tuple(keys[c])].append(c)
+
+    def group_key(k: tuple[str, ...]) -> tuple:
+        members = groups[k]
+        occ = sum(info[c]["occ"].get(e, 0) for c in members for e in k)
+        return (-len(k), -occ, min(rank[c] for c in members))
+
+    items: list[ContextItem] = []
+    for k in sorted(groups, key=group_key):
+        doc_rank: dict[str, int] = {}
+        for c in groups[k]:
+            d = info[c]["doc_id"]
+            doc_rank[d] = min(doc_rank.get(d, rank[c]), rank[c])
+        members = sorted(groups[k], key=lambda c: (doc_rank[info[c]["doc_id"]], info[c]["ordinal"]))
+        runs: list[list[str]] = []
+        for c in members:
+            last = runs[-1][-1] if runs else None
+            if (
+                last is not None
+                and info[last]["doc_id"] == info[c]["doc_id"]
+                and info[c]["ordinal"] == info[last]["ordinal"] + 1
+            ):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        label = "-".join(ents[e] for e in k)
+        for run in runs:
+            first = texts[run[0]]
+            body = join_overlapping([texts[c]["text"] for c in run], first["overlap"])
+            covered = {e for c in run for e in info[c]["occ"]}
+            occ = sum(n for c in run for n in info[c]["occ"].values())
+            items.append(
+                ContextItem(
+                    node_id=run[0],
+                    label="Chunk",
+                    text=f"{label}: {first['title']}\n{body}",
+                    score=len(covered) + occ / (occ + 1),
+                    why=f"mentions {label} (entity pair(s) within h hops on the co-occurrence graph); "
+                    f"{len(covered)} query entities, {occ} occurrences"
+                    + (f"; {len(run)} adjacent chunks merged" if len(run) > 1 else ""),
+                    chunk_ids=run,
+                    doc_titles=[first["title"]] if first["title"] else [],
+                )
+            )
+    return items
