@@ -92,10 +92,9 @@ def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: d
     contexts = []
     for start in range(0, len(ids), 500):
         contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500], max_items=12)
-    texts_all = [t for c in contexts for t in c["relations"] + c["units"]]
-    vec_of = dict(zip(texts_all, ctx.embedder.embed(texts_all), strict=True)) if texts_all else {}
     for c in contexts:
-        texts = list(dict.fromkeys(c["relations"] + c["units"]))
+        vec_of = _stored_vectors(ctx, c["relations"] + c["units"])
+        texts = list(vec_of)
         vectors = np.array([vec_of[t] for t in texts]) if texts else None
         text, extractor = summarize(
             texts, ctx.embedder, ctx.llm, ATTRIBUTE_PROMPT.format(name=c["name"]), "attribute", vectors=vectors
@@ -114,6 +113,15 @@ def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: d
     for r, v in zip(rows, embeddings, strict=True):
         r["embedding"] = v.tolist()
     return rows
+
+
+def _stored_vectors(ctx: AugmentContext, items: list[dict]) -> dict[str, np.ndarray]:
+    """text -> vector for {text, embedding} maps, using the stored vectors (embedding only the missing)."""
+    out = {i["text"]: np.asarray(i["embedding"], dtype=np.float32) for i in items if i["text"] and i.get("embedding")}
+    missing = [i["text"] for i in items if i["text"] and i["text"] not in out]
+    if missing:
+        out.update(zip(missing, ctx.embedder.embed(missing), strict=True))
+    return out
 
 
 @stage("communities", order=40)
@@ -152,11 +160,10 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
     for start in range(0, len(community_ids), 500):
         groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
     groups = [g for g in groups if len(g["texts"]) >= min_texts]
-    texts_all = list(dict.fromkeys(t["text"] for g in groups for t in g["texts"]))
-    vec_of = dict(zip(texts_all, ctx.embedder.embed(texts_all), strict=True)) if texts_all else {}
     rows = []
     for g in groups:
-        texts = list(dict.fromkeys(t["text"] for t in g["texts"]))
+        vec_of = _stored_vectors(ctx, g["texts"])
+        texts = list(vec_of)
         text, extractor = summarize(
             texts, ctx.embedder, ctx.llm, HIGH_LEVEL_PROMPT, "high_level", vectors=np.array([vec_of[t] for t in texts])
         )

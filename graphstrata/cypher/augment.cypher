@@ -55,9 +55,9 @@ RETURN nodeCount AS nodes, relationshipCount AS rels;
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 OPTIONAL MATCH (u:SemanticUnit)-[:MENTIONS]->(e)
-WITH e, collect(DISTINCT u.text)[..$max_items] AS units
+WITH e, collect(DISTINCT u {.text, .embedding})[..$max_items] AS units
 OPTIONAL MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation)
-RETURN e.id AS id, e.name AS name, units, collect(DISTINCT r.text)[..$max_items] AS relations;
+RETURN e.id AS id, e.name AS name, units, collect(DISTINCT r {.text, .embedding})[..$max_items] AS relations;
 
 // name: delete_label
 CALL (*) {
@@ -100,7 +100,7 @@ MERGE (n)-[:IN_COMMUNITY]->(c);
 UNWIND $ids AS cid
 MATCH (c:Community {id: cid})
 OPTIONAL MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
-WITH c, collect(u {.id, .text}) AS texts
+WITH c, collect(u {.id, .text, .embedding}) AS texts
 OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
 WITH c, texts, e ORDER BY COUNT { (e)--() } DESC
 RETURN c.id AS id, texts, collect(e.name)[..5] AS names;
