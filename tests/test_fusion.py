@@ -333,7 +333,7 @@ def test_fusion_and_auto_on_a_real_graph(graph, monkeypatch: pytest.MonkeyPatch)
     assert {"vector", "fulltext"} <= set(r.notes["methods"])
     # both methods found the Alû chunk: its score is the sum of two reciprocal ranks
     top = r.notes["ranks"][0]
-    assert len(top["ranks"]) == 2 and top["rrf"] == pytest.approx(
+    assert len(top["ranks"]) >= 2 and top["rrf"] == pytest.approx(
         sum(1 / (60 + k) for k in top["ranks"].values()), abs=1e-6
     )
 

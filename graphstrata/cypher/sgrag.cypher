@@ -1,0 +1,79 @@
+// SG-RAG retrieval (graphstrata/retrieval/sgrag.py).
+
+// name: exact_entities
+// Entity normalisation, exact step: entities whose normalized name equals a query node's.
+UNWIND $keys AS key
+MATCH (e:Entity)
+WHERE e.normalized = key
+RETURN key, e.id AS id, e.name AS name, e.normalized AS normalized;
+
+// name: similar_entities
+// Entity normalisation, vector step (the paper's FAISS lookup): nearest entities by name embedding.
+CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node, score
+RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score
+ORDER BY score DESC;
+
+// name: expand
+// One hop of the candidate-subgraph expansion: RELATED neighbours of the frontier entities.
+MATCH (a:Entity)-[:RELATED]-(b:Entity)
+WHERE a.id IN $frontier AND NOT b.id IN $seen
+RETURN DISTINCT b.id AS id
+LIMIT $limit;
+
+// name: induced
+// The candidate subgraph: the entities and the RELATED edges among them.
+MATCH (e:Entity)
+WHERE e.id IN $ids
+OPTIONAL MATCH (e)-[r:RELATED]->(b:Entity)
+WHERE b.id IN $ids
+RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS normalized,
+       coalesce(e.type, '') AS type, coalesce(e.description, '') AS description,
+       [x IN collect(CASE WHEN r IS NULL THEN NULL
+                          ELSE {dst: b.id, predicate: coalesce(r.predicate, 'related'),
+                                description: coalesce(r.description, ''), weight: coalesce(r.weight, 1.0)} END)
+        WHERE x IS NOT NULL] AS out;
+
+// name: entity_chunks
+// Source chunks of entities (MENTIONS), for provenance and Recall@k.
+UNWIND $ids AS id
+MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {id: id})
+WITH id, c ORDER BY c.id
+RETURN id, collect(c.id) AS chunks, collect(DISTINCT c.doc_title) AS titles;
+
+// name: relation_chunks
+// Source chunks of matched edges: the nodalized Relation(s) behind a RELATED edge (HAS_RELATION).
+UNWIND $edges AS edge
+MATCH (s:Entity {id: edge.src})-[:SUBJECT_OF]->(r:Relation)-[:OBJECT]->(o:Entity {id: edge.dst})
+WHERE r.predicate = edge.predicate
+OPTIONAL MATCH (c:Chunk)-[:HAS_RELATION]->(r)
+WITH edge, r, c ORDER BY r.id, c.id
+RETURN edge.key AS key, collect(DISTINCT r.id) AS relations, collect(DISTINCT c.id) AS chunks,
+       collect(DISTINCT c.doc_title) AS titles;
+
+// name: eval_answers
+// bench/sgrag_eval.py: entities with at least $min relations to distinct neighbours (answer candidates
+// for generated multi-constraint questions), each with its relations (out = the entity is the subject).
+MATCH (a:Entity)-[r:RELATED]-(b:Entity)
+WHERE a <> b
+WITH a, b, collect(r)[0] AS r
+WITH a, collect({id: b.id, name: b.name, predicate: r.predicate, out: startNode(r) = a}) AS rels
+WHERE size(rels) >= $min
+RETURN a.id AS id, a.name AS name, coalesce(a.type, '') AS type, rels
+ORDER BY id;
+
+// name: eval_gold
+// bench/sgrag_eval.py: every entity satisfying all constraints {id, predicate, out} (the exact answer set),
+// and the confusable candidates: entities related to any constraint entity.
+CALL {
+  MATCH (x:Entity)
+  WHERE all(c IN $constraints WHERE
+        (c.out AND EXISTS { (x)-[:RELATED {predicate: c.predicate}]->(:Entity {id: c.id}) }) OR
+        (NOT c.out AND EXISTS { (x)<-[:RELATED {predicate: c.predicate}]-(:Entity {id: c.id}) }))
+  RETURN collect(DISTINCT x.name) AS gold
+}
+CALL {
+  UNWIND $constraints AS c
+  MATCH (:Entity {id: c.id})-[:RELATED]-(y:Entity)
+  RETURN collect(DISTINCT y.name) AS candidates
+}
+RETURN gold, candidates;

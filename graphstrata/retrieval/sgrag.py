@@ -1,0 +1,388 @@
+"""SG-RAG retrieval (004_76b24f5ca7920f75.txt §3–4, Algorithm 1): exact retrieval of multi-constraint
+factual questions by subgraph matching over the entity graph.
+
+1. Query graph (§4.3, Table 10): the LLM lists the question's entities (the target as ``UNK``) and
+   the edges between them; offline a spaCy dependency parse does it (named entities and noun chunks
+   are known nodes, the wh-phrase is the ``UNK`` target, each known node hangs off the target with
+   the verb/preposition that governs it as relation).  ``query_graph`` (JSON) supplies one directly.
+2. Entity normalisation (Algorithm 3): a known node's ``normalized`` name is looked up exactly, else
+   its name embedding in the ``entity_embedding`` vector index (top 1, at least ``min_similarity``).
+3. Candidate subgraph: the ``RELATED`` neighbourhood of the normalised entities up to ``path_length``
+   hops, fetched with Cypher into a :class:`DataGraph` labelled with the entities' normalized names
+   (the paper matches entity names; ``UNK`` nodes match anything), relations = predicates.
+4. :func:`match_query` (decomposition, label completion, path index, exact containment, conflict-free
+   assembly); the answers are the data nodes bound to the ``UNK`` target.  Query edges match any
+   predicate (the paper's query edges carry no relation label) unless ``match_relations``.
+5. Context: the answer entities first, then the matched subgraphs' relations as
+   ``subject predicate object — description``, each mapped to its source chunks; with no match the
+   1-hop subgraph around the anchors (Algorithm 1 lines 19–24) and ``notes["fallback"] = True``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+from typing import Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from graphstrata.algorithms.sgrag import DataGraph, Edge, QueryGraph, match_query, one_hop_subgraph
+from graphstrata.algorithms.sgrag.assemble import fallback_anchors
+from graphstrata.cypher import query
+from graphstrata.ingest.extract import normalize_name
+from graphstrata.ingest.pipeline import predicate_key
+from graphstrata.retrieval.base import (
+    ContextItem,
+    RetrievalError,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    register,
+)
+
+UNK = "UNK"
+WH_TAGS = {"WDT", "WP", "WP$", "WRB"}
+
+
+class QGNode(BaseModel):
+    id: str = Field(description="unique node identifier")
+    label: str = Field(description='entity name; "UNK" for the target the question asks for')
+    description: str = Field("", description="optional description (e.g. the target's type)")
+
+
+class QGEdge(BaseModel):
+    src: str
+    dst: str
+    relation: str = Field("", description="how the two are related, in a few words (may be empty)")
+
+
+class QueryGraphSpec(BaseModel):
+    """The query graph of Table 10 as JSON (also the LLM's reply schema)."""
+
+    nodes: list[QGNode]
+    edges: list[QGEdge] = Field(default_factory=list)
+
+    def to_query_graph(self, match_relations: bool) -> QueryGraph:
+        ids = {n.id for n in self.nodes}
+        edges = [
+            Edge(e.src, e.dst, predicate_key(e.relation) if match_relations and e.relation.strip() else None)
+            for e in self.edges
+            if e.src in ids and e.dst in ids and e.src != e.dst
+        ]
+        return QueryGraph({n.id: n.label for n in self.nodes}, edges)
+
+
+QUERY_GRAPH_PROMPT = """Goal: Given a user question, identify all semantically independent entities and extract their
+implicit structural relations to construct a query graph. If the question contains a target entity (i.e. the
+answer is unknown), extract it as a node with label "UNK".
+Step 1, nodes: identify all entities. For each: id (unique node identifier), label (entity name as written;
+"UNK" if it is the target to be queried), description (optional; for the target, its type, e.g. "person").
+Step 2, edges: for each related entity pair: src and dst node ids, relation (the relation in a few words).
+Step 3: return JSON {"nodes": [{"id", "label", "description"}], "edges": [{"src", "dst", "relation"}]}.
+Example: "Which film was directed by James Cameron and starred Kate Winslet?" ->
+{"nodes": [{"id": "q0", "label": "UNK", "description": "film"},
+           {"id": "q1", "label": "James Cameron", "description": ""},
+           {"id": "q2", "label": "Kate Winslet", "description": ""}],
+ "edges": [{"src": "q1", "dst": "q0", "relation": "directed"},
+           {"src": "q2", "dst": "q0", "relation": "starred in"}]}"""
+
+
+class SGRAGParams(RetrieverParams):
+    path_length: int = Field(2, ge=1, le=3, description="path length l of the decomposition and the hops fetched")
+    min_similarity: float = Field(
+        0.6, ge=-1, le=1, description="entity normalisation: least cosine similarity of a vector-index hit"
+    )
+    match_relations: bool = Field(
+        False, description="also require query edge relations to equal the stored predicates (the paper: no)"
+    )
+    directed: bool = Field(False, description="respect edge direction when matching")
+    max_nodes: int = Field(2000, ge=10, le=100000, description="cap on the candidate subgraph's entities")
+    max_matches: int = Field(200, ge=1, le=10000, description="cap on matches per assembled path set")
+    query_graph: str | None = Field(
+        None,
+        description='explicit query graph as JSON {"nodes": [{"id", "label"}], "edges": [{"src", "dst", '
+        '"relation"}]}, the target labelled "UNK"; skips query-graph extraction',
+    )
+
+    @field_validator("query_graph")
+    @classmethod
+    def _valid_query_graph(cls, v: str | None) -> str | None:
+        if v is not None:
+            QueryGraphSpec.model_validate(json.loads(v))
+        return v
+
+
+# --- query graph extraction ----------------------------------------------------------------------
+def spacy_query_graph(question: str) -> QueryGraphSpec:
+    """Offline query graph: entities / noun chunks are known nodes, the wh-phrase the UNK target, each
+    known node linked to the target by the verb (+ preposition) that governs it."""
+    from graphstrata.ingest.extract import get_nlp
+
+    doc = get_nlp()(question)
+    spans: list[Any] = list(doc.ents)
+    taken = {t.i for s in spans for t in s}
+    target = None
+    for chunk in doc.noun_chunks:
+        if any(t.tag_ in WH_TAGS for t in chunk):
+            target = chunk
+            continue
+        if any(t.i in taken for t in chunk) or chunk.root.pos_ == "PRON":
+            continue
+        spans.append(chunk)
+        taken.update(t.i for t in chunk)
+    if target is None:
+        wh = [t for t in doc if t.tag_ in WH_TAGS]
+        target = doc[wh[0].i : wh[0].i + 1] if wh else None
+    nodes = [QGNode(id="q0", label=UNK, description=_target_type(target))]
+    edges: list[QGEdge] = []
+    for s in sorted(spans, key=lambda s: s.start):
+        if target is not None and s.start < target.end and target.start < s.end:
+            continue
+        name = _strip(s)
+        if not name:
+            continue
+        qid = f"q{len(nodes)}"
+        nodes.append(QGNode(id=qid, label=name))
+        edges.append(QGEdge(src=qid, dst="q0", relation=_governing_relation(s.root)))
+    return QueryGraphSpec(nodes=nodes, edges=edges)
+
+
+def _strip(span: Any) -> str:
+    toks = [t for t in span if not (t.pos_ in ("DET", "PUNCT") or t.tag_ in WH_TAGS)]
+    return " ".join(t.text for t in toks).strip()
+
+
+def _target_type(target: Any) -> str:
+    if target is None:
+        return ""
+    return " ".join(t.text for t in target if t.tag_ not in WH_TAGS and t.pos_ != "DET")
+
+
+def _governing_relation(root: Any) -> str:
+    parts: list[str] = []
+    tok = root
+    while tok.head.i != tok.i:
+        tok = tok.head
+        if tok.pos_ == "ADP":
+            parts.insert(0, tok.lower_)
+        elif tok.pos_ in ("VERB", "AUX"):
+            parts.insert(0, tok.lemma_.lower())
+            break
+    return " ".join(parts)
+
+
+# --- the retriever --------------------------------------------------------------------------------
+@register
+class SGRAGRetriever(Retriever):
+    name = "sgrag"
+    summary = (
+        "SG-RAG: query graph with an UNK target → entity normalisation → exact subgraph matching "
+        "(path decomposition, label completion, assembly) over the RELATED graph; 1-hop fallback."
+    )
+    Params = SGRAGParams
+
+    def _retrieve(self, question: str, p: SGRAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        notes: dict[str, Any] = {"fallback": False}
+        with t.stage("query_graph"):
+            spec, source = self._query_graph(question, p)
+        notes["query_graph"] = spec.model_dump()
+        notes["query_graph_source"] = source
+        try:
+            qg = spec.to_query_graph(p.match_relations)
+        except ValueError as e:
+            raise RetrievalError(f"bad query graph: {e}") from e
+        with t.stage("normalise"):
+            norm = self._normalise(spec, p)
+        notes["normalised"] = {q: v["name"] for q, v in norm.items()}
+        # known query nodes take their entity's normalized name (the data graph's labels)
+        labels: dict[Hashable, str | None] = {
+            n.id: (norm[n.id]["normalized"] if n.id in norm else normalize_name(n.label)) for n in spec.nodes
+        }
+        for n in qg.unknown_nodes:
+            labels[n] = None
+        qg = QueryGraph(labels, qg.edges)
+        anchors = list(dict.fromkeys(v["id"] for v in norm.values()))
+        if not anchors:
+            notes["fallback"] = True
+            notes["reason"] = "no query entity found in the graph"
+            return [], Subgraph(), notes
+        with t.stage("candidate_subgraph"):
+            graph, info, edge_info = self._candidate_subgraph(anchors, p)
+        notes["candidate_nodes"] = len(graph)
+        notes["candidate_edges"] = len(graph.edges)
+        with t.stage("match"):
+            if qg.edges:
+                result = match_query(
+                    qg,
+                    graph,
+                    path_length=p.path_length,
+                    directed=p.directed,
+                    max_matches=p.max_matches,
+                    normalized={q: v["id"] for q, v in norm.items()},
+                )
+                matches, fallback = result.matches, result.fallback
+            else:  # a single entity and no structure: nothing to match
+                matches = []
+                fallback = one_hop_subgraph(graph, fallback_anchors(qg, graph, {q: v["id"] for q, v in norm.items()}))
+        notes["matches"] = len(matches)
+        target = qg.unknown_nodes[0] if len(qg.unknown_nodes) == 1 else None
+        with t.stage("context"):
+            if matches:
+                answers = list(dict.fromkeys(m[target] for m in matches)) if target is not None else []
+                notes["answers"] = [info[a]["name"] for a in answers]
+                support: dict[str, int] = {}
+                for a in answers:
+                    support[a] = sum(1 for m in matches if m[target] == a)
+                edges: list[Edge] = []
+                for a in answers:  # relations grouped by answer, the answer's subgraphs first
+                    for m in matches:
+                        if m[target] == a:
+                            edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
+                for m in matches:
+                    edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
+                items = self._items(answers, edges, info, edge_info, len(matches), support, p)
+                nodes = list(dict.fromkeys(v for m in matches for v in m.nodes))
+            else:
+                notes["fallback"] = True
+                notes["answers"] = []
+                assert fallback is not None
+                anchor_set = set(anchors)
+                edges = sorted(
+                    fallback.edges,
+                    key=lambda e: (-edge_info.get((e.src, e.dst, e.relation), {}).get("weight", 1.0), str(e)),
+                )
+                items = self._items(
+                    [a for a in anchors if a in info], edges, info, edge_info, 0, {}, p, anchor_set=anchor_set
+                )
+                nodes = list(fallback.nodes)
+        sub = Subgraph(
+            nodes=nodes,
+            relationships=[f"{e.src}-RELATED->{e.dst}" for e in edges],
+        )
+        return items, sub, notes
+
+    # --- steps ------------------------------------------------------------------------------------
+    def _query_graph(self, question: str, p: SGRAGParams) -> tuple[QueryGraphSpec, str]:
+        if p.query_graph is not None:
+            return QueryGraphSpec.model_validate(json.loads(p.query_graph)), "param"
+        if self.settings.llm_enabled:
+            from graphstrata.llm import LLMClient
+
+            spec = LLMClient.from_settings(self.settings).chat_json(
+                [
+                    {"role": "system", "content": QUERY_GRAPH_PROMPT},
+                    {"role": "user", "content": f"Text: {question}"},
+                ],
+                QueryGraphSpec,
+                stage="sgrag_query_graph",
+            )
+            if spec.nodes:
+                return spec, "llm"
+        return spacy_query_graph(question), "spacy"
+
+    def _normalise(self, spec: QueryGraphSpec, p: SGRAGParams) -> dict[str, dict[str, Any]]:
+        """Known query node id → {id, name, normalized, score} of its graph entity."""
+        known = [n for n in spec.nodes if n.label.strip() and n.label.strip().lower() not in ("unk", "unknown", "?")]
+        keys = {n.id: normalize_name(n.label) for n in known}
+        out: dict[str, dict[str, Any]] = {}
+        rows = self.db.read(query("sgrag.exact_entities"), keys=list(set(keys.values())))
+        by_key = {r["key"]: r for r in rows}
+        missing = [n for n in known if keys[n.id] not in by_key]
+        for n in known:
+            if keys[n.id] in by_key:
+                out[n.id] = {**by_key[keys[n.id]], "score": 1.0}
+        if missing:
+            vectors = self.embedder.embed([n.label for n in missing])
+            for n, v in zip(missing, vectors, strict=True):
+                hits = self.db.read(query("sgrag.similar_entities"), k=1, vector=v.tolist())
+                if hits and hits[0]["score"] >= p.min_similarity:
+                    out[n.id] = dict(hits[0])
+        return out
+
+    def _candidate_subgraph(
+        self, anchors: list[str], p: SGRAGParams
+    ) -> tuple[DataGraph, dict[str, dict[str, Any]], dict[tuple, dict[str, Any]]]:
+        seen = list(anchors)
+        frontier = list(anchors)
+        for _ in range(p.path_length):
+            if not frontier or len(seen) >= p.max_nodes:
+                break
+            rows = self.db.read(query("sgrag.expand"), frontier=frontier, seen=seen, limit=p.max_nodes - len(seen))
+            frontier = [r["id"] for r in rows]
+            seen.extend(frontier)
+        rows = self.db.read(query("sgrag.induced"), ids=seen)
+        info = {r["id"]: r for r in rows}
+        edges: list[Edge] = []
+        edge_info: dict[tuple, dict[str, Any]] = {}
+        for r in rows:
+            for o in r["out"]:
+                e = Edge(r["id"], o["dst"], o["predicate"])
+                if (e.src, e.dst, e.relation) not in edge_info:
+                    edges.append(e)
+                    edge_info[(e.src, e.dst, e.relation)] = o
+        graph = DataGraph({r["id"]: r["normalized"] for r in rows}, edges)
+        return graph, info, edge_info
+
+    def _items(
+        self,
+        entities: list[str],
+        edges: list[Edge],
+        info: dict[str, dict[str, Any]],
+        edge_info: dict[tuple, dict[str, Any]],
+        n_matches: int,
+        support: dict[str, int],
+        p: SGRAGParams,
+        anchor_set: set[str] | None = None,
+    ) -> list[ContextItem]:
+        fallback = anchor_set is not None
+        entities = entities[: p.top_k]
+        edges = edges[: max(p.top_k * 4, 20)]
+        ent_rows = {r["id"]: r for r in self.db.read(query("sgrag.entity_chunks"), ids=entities)}
+        edge_rows = {
+            r["key"]: r
+            for r in self.db.read(
+                query("sgrag.relation_chunks"),
+                edges=[{"key": i, "src": e.src, "dst": e.dst, "predicate": e.relation} for i, e in enumerate(edges)],
+            )
+        }
+        items: list[ContextItem] = []
+        for rank, eid in enumerate(entities):
+            e = info[eid]
+            head = f"{e['name']} ({e['type']})" if e["type"] else e["name"]
+            text = f"{head}: {e['description']}" if e["description"] else head
+            src = ent_rows.get(eid, {})
+            items.append(
+                ContextItem(
+                    node_id=eid,
+                    label="Entity",
+                    text=("Answer: " if not fallback else "") + text,
+                    score=(support.get(eid, 0) / max(n_matches, 1)) if not fallback else 1.0 / (rank + 1),
+                    why="query entity (no exact match; 1-hop fallback)"
+                    if fallback
+                    else f"bound to the UNK target in {support.get(eid, 0)} of {n_matches} exact subgraph match(es)",
+                    chunk_ids=src.get("chunks", []),
+                    doc_titles=src.get("titles", []),
+                )
+            )
+        for i, e in enumerate(edges):
+            d = edge_info.get((e.src, e.dst, e.relation), {})
+            text = f"{info[e.src]['name']} {e.relation} {info[e.dst]['name']}"
+            if d.get("description"):
+                text += f" — {d['description']}"
+            src = edge_rows.get(i, {})
+            rel_ids = src.get("relations", [])
+            items.append(
+                ContextItem(
+                    node_id=rel_ids[0] if rel_ids else f"{e.src}|{e.relation}|{e.dst}",
+                    label="Relation",
+                    text=text,
+                    score=1.0 / (i + 2),
+                    why="edge incident to a query entity (1-hop fallback)"
+                    if fallback
+                    else "edge of an exact subgraph match",
+                    chunk_ids=src.get("chunks", []),
+                    doc_titles=src.get("titles", []),
+                )
+            )
+        return items
