@@ -22,7 +22,8 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/graphstrata neo4j start
 	$(BIN)/graphstrata ingest samples/corpus/
-	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
+	$(BIN)/graphstrata augment
+	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
 
 test: install
 	$(BIN)/python -m pytest

@@ -33,6 +33,7 @@ def evaluate(gs, method: str, questions: list[dict]) -> dict:
     titles = {r["id"]: r["t"] for r in gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.doc_title AS t")}
     gs.retrieve(questions[0]["question"], method)  # warm-up
     r2, r5, cov, cov_text, toks, ms = [], [], [], [], [], []
+    communities: list[dict] = []  # DA-RAG's communities (Appendix B.3 quality metrics)
     for q in questions:
         t = time.perf_counter()
         res = gs.retrieve(q["question"], method, top_k=10, budget=COVERAGE_BUDGET)
@@ -44,7 +45,16 @@ def evaluate(gs, method: str, questions: list[dict]) -> dict:
         hit = q["answer"].lower() in " ".join(i.text for i in res.items).lower()
         (cov if q["answer"].lower() in ("yes", "no") else cov_text).append(hit)
         toks.append(res.tokens)
-    return {
+        communities += [c for c in res.notes.get("communities", []) if isinstance(c, dict) and c.get("selected")]
+    quality = {}
+    if communities:
+        quality = {
+            f"community_{k}": round(float(np.mean([c[k] for c in communities if c.get(k) is not None])), 3)
+            for k in ("size", "qrscore", "density", "diameter")
+            if any(c.get(k) is not None for c in communities)
+        }
+        quality["communities"] = len(communities)
+    return quality | {
         "recall@2": round(float(np.mean(r2)), 3),
         "recall@5": round(float(np.mean(r5)), 3),
         "coverage": round(float(np.mean(cov_text)), 3),
@@ -75,6 +85,12 @@ def main(methods: list[str]) -> dict:
         ],
         "",
     ]
+    for m, r in rows.items():
+        if "communities" in r:
+            md.append(
+                f"{m} communities (Appendix B.3, selected, n={r['communities']}): "
+                + ", ".join(f"{k.removeprefix('community_')} {v}" for k, v in r.items() if k.startswith("community_"))
+            )
     data = {"machine": machine(), "coverage_budget": COVERAGE_BUDGET, "methods": rows}
     write("retrieval", data, "\n".join(md))
     return data
