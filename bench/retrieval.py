@@ -32,6 +32,8 @@ def ensure_corpus(gs) -> None:
 def evaluate(gs, method: str, questions: list[dict]) -> dict:
     titles = {r["id"]: r["t"] for r in gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.doc_title AS t")}
     gs.retrieve(questions[0]["question"], method)  # warm-up
+    # Every method pays for embedding its questions: no vectors cached by the method run before.
+    getattr(gs.embedder, "clear_cache", lambda: None)()
     r2, r5, cov, cov_text, toks, ms = [], [], [], [], [], []
     communities: list[dict] = []  # DA-RAG's communities (Appendix B.3 quality metrics)
     for q in questions:

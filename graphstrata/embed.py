@@ -153,6 +153,9 @@ class MiniLMEmbedder:
             out[i] = self._cache[t]
         return out
 
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
     def _embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
