@@ -52,39 +52,32 @@ class GDS:
         self, name: str, nodes: Any, rels: Any, config: dict | None = None, *, force: bool = False
     ) -> Projection:
         """Project `nodes`/`rels` (GDS native projection maps) as PREFIX+name, reusing a fresh one."""
-        full = name if name.startswith(PREFIX) else PREFIX + name
-        info = self.db.read(query("gds.graph_info"), name=full)
-        if info and not force:
-            stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
-            if not stale or not stale["stale"]:
-                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
-        if info:
-            self.drop(full)
-        row = self.db.write(query("gds.project_native"), name=full, nodes=nodes, rels=rels, config=config or {})[0]
-        return Projection(full, row["nodes"], row["rels"], reused=False)
+        params = {"nodes": nodes, "rels": rels, "config": config or {}}
+        return self._ensure(name, query("gds.project_native"), force, params)
 
     def project_cypher(self, name: str, statement: str, *, force: bool = False, **params: Any) -> Projection:
         """A Cypher-aggregation projection (`statement` RETURNs gds.graph.project($name, …)), reused while fresh."""
+        return self._ensure(name, statement, force, params)
+
+    def _ensure(self, name: str, statement: str, force: bool, params: dict[str, Any]) -> Projection:
+        """The projection `name`: reused unless stale (the graph changed since) or `force`d, else rebuilt."""
         full = name if name.startswith(PREFIX) else PREFIX + name
         with _LOCKS[full]:
+            info = self.db.read(query("gds.graph_info"), name=full)
+            if info and not force:
+                stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
+                if not stale or not stale["stale"]:
+                    return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
+            if info:
+                self.drop(full)
             try:
-                return self._project_cypher(full, statement, force, params)
+                row = self.db.write(statement, name=full, **params)[0]
             except ClientError as e:  # another process built it between our check and our call
                 if "already exists" not in str(e):
                     raise
                 info = self.db.read(query("gds.graph_info"), name=full)
                 return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
-
-    def _project_cypher(self, full: str, statement: str, force: bool, params: dict[str, Any]) -> Projection:
-        info = self.db.read(query("gds.graph_info"), name=full)
-        if info and not force:
-            stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
-            if not stale or not stale["stale"]:
-                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
-        if info:
-            self.drop(full)
-        row = self.db.write(statement, name=full, **params)[0]
-        return Projection(full, row["nodes"], row["rels"], reused=False)
+            return Projection(full, row["nodes"], row["rels"], reused=False)
 
     def params(self, **extra: Any) -> dict[str, Any]:
         """Algorithm configuration with the server-appropriate concurrency."""

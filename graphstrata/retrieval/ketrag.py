@@ -119,23 +119,10 @@ class KETRAGRetriever(Retriever):
             query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
         )
         for s in subs:
-            text = f"{s['title']}\n{s['text']}"
-            n = count_tokens(text)
-            if used + n > budget:
-                continue
-            out.append(
-                ContextItem(
-                    node_id=s["id"],
-                    label="SubChunk",
-                    text=text,
-                    score=float(s["score"]),
-                    why=f"sub-chunk of a chunk with {s['links']} links to seeds/relations",
-                    chunk_ids=[s["chunk"]],
-                    doc_titles=[s["title"]],
-                    tokens=n,
-                )
-            )
-            used += n
+            item = _subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations")
+            if used + item.tokens <= budget:
+                out.append(item)
+                used += item.tokens
         return out, {"seeds": [s["name"] for s in seeds], "relations": len(chosen)}
 
     def _keyword(
@@ -154,24 +141,25 @@ class KETRAGRetriever(Retriever):
                 break
         out, used = [], 0
         for s in sorted(pool.values(), key=lambda s: -s["score"]):  # line 3: rank the candidates by cosine
-            text = f"{s['title']}\n{s['text']}"
-            n = count_tokens(text)
-            if used + n > budget:
-                continue
-            out.append(
-                ContextItem(
-                    node_id=s["id"],
-                    label="SubChunk",
-                    text=text,
-                    score=float(s["score"]),
-                    why="sub-chunk of a seed keyword",
-                    chunk_ids=[s["chunk"]],
-                    doc_titles=[s["title"]],
-                    tokens=n,
-                )
-            )
-            used += n
+            item = _subchunk_item(s, "sub-chunk of a seed keyword")
+            if used + item.tokens <= budget:
+                out.append(item)
+                used += item.tokens
         return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
+
+
+def _subchunk_item(s: dict, why: str) -> ContextItem:
+    text = f"{s['title']}\n{s['text']}"
+    return ContextItem(
+        node_id=s["id"],
+        label="SubChunk",
+        text=text,
+        score=float(s["score"]),
+        why=why,
+        chunk_ids=[s["chunk"]],
+        doc_titles=[s["title"]],
+        tokens=count_tokens(text),
+    )
 
 
 @register
