@@ -7,13 +7,14 @@
 // per type. A first look at a graph (which augmentation stages have run, how many entities …).
 CALL () {
   CALL db.labels() YIELD label
-  CALL (label) { MATCH (n) WHERE label IN labels(n) RETURN count(n) AS n }
+  CALL (label) { MATCH (n:$(label)) RETURN count(n) AS n }
   RETURN 'node' AS kind, label AS name, n
   UNION ALL
   CALL db.relationshipTypes() YIELD relationshipType AS type
-  CALL (type) { MATCH ()-[r]->() WHERE type(r) = type RETURN count(r) AS n }
+  CALL (type) { MATCH ()-[r:$(type)]->() RETURN count(r) AS n }
   RETURN 'relationship' AS kind, type AS name, n
 }
+WITH kind, name, n WHERE n > 0  // label/type tokens with nothing left are not part of the graph
 RETURN kind, name, n,
        CASE name
          WHEN 'Document' THEN 'source file'
