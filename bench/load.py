@@ -47,18 +47,7 @@ def free_port() -> int:
 
 
 def server_env(settings, key: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "GRAPHSTRATA_", "OPENAI_"))}
-    if settings.neo4j_uri:
-        env.update(NEO4J_URI=settings.neo4j_uri, NEO4J_PASSWORD=settings.neo4j_password or "")
-    else:
-        env.update(
-            GRAPHSTRATA_INSTANCE=settings.instance,
-            GRAPHSTRATA_BOLT_PORT=str(settings.bolt_port),
-            GRAPHSTRATA_HTTP_PORT=str(settings.http_port),
-            GRAPHSTRATA_DATA_DIR=str(settings.data_dir),
-        )
-    env.update(GRAPHSTRATA_API_KEY=key, PYTHONPATH=str(ROOT))
-    return env
+    return settings.subprocess_env(GRAPHSTRATA_API_KEY=key, PYTHONPATH=str(ROOT))
 
 
 def start_server(settings, key: str, log: Path) -> tuple[subprocess.Popen, str]:

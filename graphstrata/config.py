@@ -103,6 +103,28 @@ class Settings(BaseSettings):
     def uses_local_server(self) -> bool:
         return not self.neo4j_uri
 
+    def subprocess_env(self, **extra: str) -> dict[str, str]:
+        """The environment for a child process (CLI, server) that must use this same database: the
+        current environment without our own NEO4J_/OPENAI_/GRAPHSTRATA_ variables, plus the
+        connection these settings describe, plus `extra`."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "OPENAI_", "GRAPHSTRATA_"))}
+        if self.neo4j_uri:
+            env.update(
+                NEO4J_URI=self.neo4j_uri,
+                NEO4J_USER=self.neo4j_user,
+                NEO4J_PASSWORD=self.neo4j_password or "",
+                NEO4J_DATABASE=self.neo4j_database,
+            )
+        else:
+            env.update(
+                GRAPHSTRATA_INSTANCE=self.instance,
+                GRAPHSTRATA_BOLT_PORT=str(self.bolt_port),
+                GRAPHSTRATA_HTTP_PORT=str(self.http_port),
+                GRAPHSTRATA_DATA_DIR=str(self.data_dir),
+            )
+        env.update(extra)
+        return env
+
     @property
     def bolt_uri(self) -> str:
         return self.neo4j_uri or f"bolt://127.0.0.1:{self.bolt_port}"

@@ -374,18 +374,27 @@ class LLMClient:
     def _params(params: dict[str, Any]) -> dict[str, Any]:
         return {"temperature": 0, **params}  # the papers run at temperature 0; it also makes caching sound
 
+    def _cached_reply(
+        self, messages: Sequence[Message], stage: str, params: dict[str, Any]
+    ) -> tuple[str, str, str | None]:
+        """(chat model, cache key, cached reply or None) of a chat request; a hit is counted."""
+        model = self._require_chat_model()
+        key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
+        hit = self._cache_get(key)
+        if hit is not None and isinstance(hit.get("reply"), str):
+            self._add(stage, cache_hits=1)
+            return model, key, hit["reply"]
+        return model, key, None
+
     # ---- public API ------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[Message], *, stage: str = "chat", **params: Any) -> str:
         """The assistant's reply text; served from the cache when the same request was made before."""
         params = self._params(params)
         with self._counting_failures(stage):
-            model = self._require_chat_model()
-            key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
-            hit = self._cache_get(key)
-            if hit is not None and isinstance(hit.get("reply"), str):
-                self._add(stage, cache_hits=1)
-                return hit["reply"]
+            _model, key, hit = self._cached_reply(messages, stage, params)
+            if hit is not None:
+                return hit
             reply = self._complete(messages, stage, params)
             self._cache_put(key, {"reply": reply})
             return reply
@@ -402,12 +411,9 @@ class LLMClient:
         """
         params = self._params(params)
         with self._counting_failures(stage):
-            model = self._require_chat_model()
-            key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
-            hit = self._cache_get(key)
-            if hit is not None and isinstance(hit.get("reply"), str):
-                self._add(stage, cache_hits=1)
-                yield hit["reply"]
+            model, key, hit = self._cached_reply(messages, stage, params)
+            if hit is not None:
+                yield hit
                 return
             stream = self._request(
                 stage,

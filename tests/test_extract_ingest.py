@@ -10,7 +10,6 @@ ingest of its end state (:func:`snapshot`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -464,17 +463,7 @@ def test_ingest_extractions_python_api(gs_offline: GraphStrata, tmp_path: Path, 
 
 def _cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     """The environment for a `graphstrata` subprocess on the test database (no LLM unless given)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GRAPHSTRATA_", "NEO4J_"))}
-    if settings.neo4j_uri:
-        env.update(NEO4J_URI=settings.neo4j_uri, NEO4J_PASSWORD=settings.neo4j_password or "")
-    else:
-        env.update(
-            GRAPHSTRATA_INSTANCE=settings.instance,
-            GRAPHSTRATA_BOLT_PORT=str(settings.bolt_port),
-            GRAPHSTRATA_HTTP_PORT=str(settings.http_port),
-        )
-    env.update(extra)
-    return env
+    return settings.subprocess_env(**extra)
 
 
 def _cli(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:

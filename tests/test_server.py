@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -144,24 +143,7 @@ def free_port() -> int:
 
 
 def server_env(settings: Settings, **extra: str) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("NEO4J_", "OPENAI_", "GRAPHSTRATA_"))
-        or k in ("GRAPHSTRATA_DATA_DIR", "XDG_DATA_HOME")  # where the local server's password file lives
-    }
-    if settings.neo4j_uri:
-        env.update(NEO4J_URI=settings.neo4j_uri, NEO4J_PASSWORD=settings.neo4j_password or "")
-    else:
-        env.update(
-            GRAPHSTRATA_INSTANCE=settings.instance,
-            GRAPHSTRATA_BOLT_PORT=str(settings.bolt_port),
-            GRAPHSTRATA_HTTP_PORT=str(settings.http_port),
-            GRAPHSTRATA_DATA_DIR=str(settings.data_dir),
-        )
-    env["PYTHONPATH"] = str(ROOT)
-    env.update(extra)
-    return env
+    return settings.subprocess_env(PYTHONPATH=str(ROOT), **extra)
 
 
 def serve_cmd(host: str, port: int) -> list[str]:
