@@ -64,10 +64,8 @@ class GDS:
         full = name if name.startswith(PREFIX) else PREFIX + name
         with _LOCKS[full]:
             info = self.db.read(query("gds.graph_info"), name=full)
-            if info and not force:
-                stale = self.db.read_one(query("gds.stale_since"), created=info[0]["created"])
-                if not stale or not stale["stale"]:
-                    return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
+            if info and not force and not info[0]["stale"]:
+                return Projection(full, info[0]["nodes"], info[0]["rels"], reused=True)
             if info:
                 self.drop(full)
             try:

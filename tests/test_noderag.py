@@ -97,6 +97,24 @@ def test_noderag_finds_the_bridge_passage(corpus: GraphStrata) -> None:
     assert scores == sorted(scores, reverse=True) and r.tokens <= r.budget
 
 
+def test_dual_search_similarity_is_one_top_k_over_all_rich_nodes(corpus: GraphStrata) -> None:
+    """The similarity entry points are the k nearest of S, A, H and T together (brute force on
+    the stored embeddings), not k of each type."""
+    question = "Which American rock band recorded an album in North Carolina?"
+    k = 7
+    r = corpus.retrieve(question, "noderag", top_k=k)
+    rows = corpus.db.read(
+        "MATCH (n) WHERE (n:SemanticUnit OR n:Attribute OR n:HighLevel OR n:Chunk) AND n.embedding IS NOT NULL "
+        "RETURN n.id AS id, n.embedding AS v"
+    )
+    q = corpus.embedder.embed([question])[0]
+    m = np.array([row["v"] for row in rows], dtype=np.float64)
+    cos = m @ q / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+    expected = [rows[i]["id"] for i in np.argsort(-cos)[:k]]
+    assert set(r.notes["similar"]) == set(expected)
+    assert r.notes["similar"] == expected  # best first, k in all (not k of each type)
+
+
 def test_noderag_parameters_and_empty_entry(corpus: GraphStrata) -> None:
     r1 = corpus.retrieve("Who wrote The Hukilau Song?", "noderag", iterations=1, cross_k=0, top_k=3)
     assert r1.params["iterations"] == 1 and r1.items

@@ -1,8 +1,12 @@
 // Graph Data Science catalogue operations used by graphstrata/gds.py.
 
 // name: graph_info
+// The projection's size and whether the stored graph changed after it was made (one round trip:
+// this runs before every query that uses a cached projection).
 CALL gds.graph.list($name) YIELD graphName, nodeCount, relationshipCount, creationTime
-RETURN graphName AS name, nodeCount AS nodes, relationshipCount AS rels, creationTime AS created;
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN graphName AS name, nodeCount AS nodes, relationshipCount AS rels, creationTime AS created,
+       coalesce(m.updated_at > creationTime, false) AS stale;
 
 // name: graph_drop
 CALL gds.graph.drop($name, false) YIELD graphName RETURN graphName;
@@ -16,7 +20,3 @@ CALL gds.graph.project($name, $nodes, $rels, $config)
 YIELD graphName, nodeCount, relationshipCount
 RETURN graphName AS name, nodeCount AS nodes, relationshipCount AS rels;
 
-// name: stale_since
-// True when the graph changed after the projection was made.
-MATCH (m:GraphStrata {id: 'meta'})
-RETURN m.updated_at > $created AS stale;

@@ -17,20 +17,27 @@ CALL () {
 WITH gds.graph.project($name, source, target, {}, {undirectedRelationshipTypes: ['*']}) AS g
 RETURN g.graphName AS name, g.nodeCount AS nodes, g.relationshipCount AS rels;
 
-// name: exact_entities
-// Accurate search on N: entities whose normalised name is a query entity.
-MATCH (e:Entity) WHERE e.normalized IN $names
-RETURN e.id AS id, 'Entity' AS label, e.name AS text;
-
-// name: overview_match
-// Accurate search on O: overview titles containing a query entity (full-text phrase match).
-CALL db.index.fulltext.queryNodes('overview_title_fulltext', $terms, {limit: $k}) YIELD node, score
-RETURN node.id AS id, 'Overview' AS label, node.title AS text, score;
-
-// name: vector_entry
-// Similarity search on one embedded type (S, A, H or T).
-CALL db.index.vector.queryNodes($index, $k, $vector) YIELD node, score
-RETURN node.id AS id, score;
+// name: dual_search
+// Entry points in one round trip (§2.5 dual search): accurate search of the query entities on N
+// (normalised names) and O (full-text phrase match on overview titles), and similarity search as
+// one top-k over all rich nodes S, A, H, T (the paper's single HNSW; cosine scores of one embedder
+// are comparable across the per-label indexes, so merging their top-k lists is exact).
+CALL () {
+  MATCH (e:Entity) WHERE e.normalized IN $names
+  RETURN e AS node, 'exact' AS via, 1.0 AS score
+  UNION
+  WITH $terms AS terms WHERE terms <> ''
+  CALL db.index.fulltext.queryNodes('overview_title_fulltext', terms, {limit: $k}) YIELD node, score
+  RETURN node, 'exact' AS via, score
+  UNION
+  CALL () {
+    UNWIND $indexes AS index
+    CALL db.index.vector.queryNodes(index, $candidates, $vector) YIELD node, score
+    RETURN node, score ORDER BY score DESC LIMIT $k
+  }
+  RETURN node, 'similarity' AS via, score
+}
+RETURN node.id AS id, labels(node)[0] AS label, via, score;
 
 // name: ppr
 // Shallow personalized PageRank from the entry points (NodeRAG §2.5, Appendix C.4).

@@ -1,8 +1,9 @@
 // Read queries of the retrieval methods (graphstrata/retrieval/).
 
 // name: vector_chunks
-// Vector top-k over chunks (the `vector` baseline; Text-RAG in the papers).
-CALL db.index.vector.queryNodes('chunk_embedding', $k, $vector) YIELD node, score
+// Vector top-k over chunks (the `vector` baseline; Text-RAG in the papers), from $candidates.
+CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
+WITH node, score ORDER BY score DESC LIMIT $k
 RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
 
 // name: fulltext_chunks

@@ -7,7 +7,15 @@ import re
 from typing import Any
 
 from graphstrata.cypher import query
-from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
 
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _LUCENE_WORDS = {"AND", "OR", "NOT", "TO"}
@@ -45,7 +53,9 @@ class VectorRetriever(Retriever):
         with t.stage("embed"):
             v = self.embed_query(question)
         with t.stage("search"):
-            rows = self.db.read(query("retrieval.vector_chunks"), k=p.top_k, vector=v)
+            rows = self.db.read(
+                query("retrieval.vector_chunks"), k=p.top_k, candidates=hnsw_candidates(p.top_k), vector=v
+            )
         items = chunk_items(rows, "cosine similarity to the question")
         return items, Subgraph(nodes=[i.node_id for i in items]), {}
 

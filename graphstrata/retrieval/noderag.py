@@ -2,8 +2,8 @@
 shallow personalized PageRank for cross nodes, then the filter to retrievable node types.
 
 1. Dual search: accurate search of the query's entities N^q on entity names (N) and overview
-   titles (O); similarity search (top-k) on semantic units (S), attributes (A), high-level
-   elements (H) and text chunks (T).
+   titles (O); similarity search: the top-k of semantic units (S), attributes (A), high-level
+   elements (H) and text chunks (T) together, as one HNSW over all of them would rank them.
 2. Shallow PPR from the entry points on the heterograph: alpha = 0.5, t = 2 iterations
    (GDS dampingFactor = 1 - alpha); the top-k nodes of each type are the cross nodes.
    GDS computes pi(k) = alpha*1_S + (1-alpha) P^T pi(k-1) from pi(0) = alpha*1_S, counting the
@@ -24,7 +24,15 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
 from graphstrata.ingest.analyze import query_entities
-from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
 VECTOR_INDEXES = {
@@ -37,7 +45,9 @@ GRAPH = "noderag_heterograph"
 
 
 class NodeRAGParams(RetrieverParams):
-    top_k: int = Field(10, ge=1, le=200, description="similarity-search entry points per embedded type (S, A, H, T)")
+    top_k: int = Field(
+        10, ge=1, le=200, description="similarity-search entry points: the top k over S, A, H and T together"
+    )
     alpha: float = Field(0.5, gt=0, lt=1, description="PPR teleport probability (paper: 0.5)")
     iterations: int = Field(2, ge=1, le=50, description="PPR iterations t (paper: 2, 'shallow')")
     cross_k: int = Field(5, ge=0, le=100, description="cross nodes kept per retrievable type")
@@ -57,14 +67,19 @@ class NodeRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question)
         with t.stage("dual_search"):
-            exact = self.db.read(query("noderag.exact_entities"), names=names)
             terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
-            overviews = self.db.read(query("noderag.overview_match"), terms=terms, k=p.top_k) if terms else []
-            similar: dict[str, float] = {}
-            for index in VECTOR_INDEXES.values():
-                for r in self.db.read(query("noderag.vector_entry"), index=index, k=p.top_k, vector=vector):
-                    similar[r["id"]] = max(similar.get(r["id"], 0.0), r["score"])
-        entry = [r["id"] for r in exact] + [r["id"] for r in overviews] + list(similar)
+            rows = self.db.read(
+                query("noderag.dual_search"),
+                names=names,
+                terms=terms,
+                indexes=list(VECTOR_INDEXES.values()),
+                k=p.top_k,
+                candidates=hnsw_candidates(p.top_k),
+                vector=vector,
+            )
+        exact = [r for r in rows if r["via"] == "exact"]
+        similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
+        entry = list(dict.fromkeys([r["id"] for r in exact] + list(similar)))
         if not entry:
             return [], Subgraph(), {"entities": names, "entry_points": 0}
         gds = GDS(self.db, self.settings.gds_concurrency)
@@ -122,8 +137,9 @@ class NodeRAGRetriever(Retriever):
             "chunk_ranking": sorted(mass, key=lambda c: -mass[c]),
             "entities": names,
             "entry_points": len(entry),
-            "exact_entities": len(exact),
-            "overviews": len(overviews),
+            "similar": list(similar),
+            "exact_entities": sum(r["label"] == "Entity" for r in exact),
+            "overviews": sum(r["label"] == "Overview" for r in exact),
             "projection_reused": proj.reused,
         }
         return items, Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
