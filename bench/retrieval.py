@@ -29,16 +29,17 @@ def ensure_corpus(gs) -> None:
         gs.ingest([DATA / "corpus.jsonl"])
 
 
-def evaluate(gs, method: str, questions: list[dict]) -> dict:
+def evaluate(gs, method: str, questions: list[dict], **params) -> dict:
     titles = {r["id"]: r["t"] for r in gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.doc_title AS t")}
-    gs.retrieve(questions[0]["question"], method)  # warm-up
+    params = {"top_k": 10, "budget": COVERAGE_BUDGET} | params
+    gs.retrieve(questions[0]["question"], method, **params)  # warm-up
     # Every method pays for embedding its questions: no vectors cached by the method run before.
     getattr(gs.embedder, "clear_cache", lambda: None)()
     r2, r5, cov, cov_text, toks, ms = [], [], [], [], [], []
     communities: list[dict] = []  # DA-RAG's communities (Appendix B.3 quality metrics)
     for q in questions:
         t = time.perf_counter()
-        res = gs.retrieve(q["question"], method, top_k=10, budget=COVERAGE_BUDGET)
+        res = gs.retrieve(q["question"], method, **params)
         ms.append((time.perf_counter() - t) * 1000)
         ranked = list(dict.fromkeys(titles.get(c) for c in res.chunk_ids()))
         gold = set(q["supporting_titles"])

@@ -102,7 +102,7 @@ def test_dual_search_similarity_is_one_top_k_over_all_rich_nodes(corpus: GraphSt
     the stored embeddings), not k of each type."""
     question = "Which American rock band recorded an album in North Carolina?"
     k = 7
-    r = corpus.retrieve(question, "noderag", top_k=k)
+    r = corpus.retrieve(question, "noderag", entry_k=k)
     rows = corpus.db.read(
         "MATCH (n) WHERE (n:SemanticUnit OR n:Attribute OR n:HighLevel OR n:Chunk) AND n.embedding IS NOT NULL "
         "RETURN n.id AS id, n.embedding AS v"
@@ -116,8 +116,11 @@ def test_dual_search_similarity_is_one_top_k_over_all_rich_nodes(corpus: GraphSt
 
 
 def test_noderag_parameters_and_empty_entry(corpus: GraphStrata) -> None:
-    r1 = corpus.retrieve("Who wrote The Hukilau Song?", "noderag", iterations=1, cross_k=0, top_k=3)
+    r1 = corpus.retrieve("Who wrote The Hukilau Song?", "noderag", iterations=1, cross_k=0, entry_k=3)
     assert r1.params["iterations"] == 1 and r1.items
     assert all("entry point" in i.why for i in r1.items)  # cross_k = 0: entry points only
+    capped = corpus.retrieve("Who wrote The Hukilau Song?", "noderag", top_k=2)
+    full = corpus.retrieve("Who wrote The Hukilau Song?", "noderag")
+    assert len(full.items) > 2 and [i.node_id for i in capped.items] == [i.node_id for i in full.items[:2]]
     with pytest.raises(Exception, match="alpha"):
         corpus.retrieve("x", "noderag", alpha=1.5)

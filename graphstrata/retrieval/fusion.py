@@ -207,7 +207,7 @@ class FusionParams(RetrieverParams):
     )
     rrf_k: int = Field(RRF_K, ge=1, le=10_000, description="RRF constant k: 1/(k + rank)")
     method_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="per-method parameters, e.g. {'noderag': {'top_k': 5}}"
+        default_factory=dict, description="per-method parameters, e.g. {'noderag': {'entry_k': 5}}"
     )
     timeout: float = Field(120.0, gt=0, le=3600, description="seconds to wait for the methods; late ones are dropped")
 
