@@ -238,11 +238,11 @@ ALL = {"vector", "fulltext", "noderag", "ketrag", "e2graphrag", "darag", "sgrag"
 
 CANONICAL = [
     # (question, route with every method, route without sgrag, rule with every method)
-    ("Which actor starred in Heat and was born in New York?", "sgrag", "e2graphrag", "multi-constraint"),
-    ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "e2graphrag", None),
+    ("Which actor starred in Heat and was born in New York?", "sgrag", "noderag", "multi-constraint"),
+    ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "noderag", None),
     ("What is the birthplace of the director of Titanic?", "sgrag", "noderag", "multi-constraint"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "e2graphrag", "e2graphrag", "entity-pair"),
-    ("How are Alice Smith and Bob Jones related?", "e2graphrag", "e2graphrag", "entity-pair"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "noderag", "noderag", "default"),
+    ("How are Alice Smith and Bob Jones related?", "noderag", "noderag", "default"),
     ("Summarize the main themes of the documents.", "noderag", "noderag", "global"),
     ("What are the main themes?", "noderag", "noderag", "global"),
     ("Summarize.", "e2graphrag", "e2graphrag", "global"),
@@ -275,8 +275,7 @@ def test_auto_falls_through_missing_methods() -> None:
     pair = Shape(query_entities=["a", "b"], named=["a", "b"], wh=False, constraints=0, summary_style=False)
     assert route(pair, {"vector", "noderag"}).method == "noderag"
     r = route(pair, {"vector", "fusion"})
-    assert r.method == "fusion" and r.rule == "default"
-    assert any("e2graphrag" in p for p in r.passed_over)
+    assert r.method == "fusion" and r.rule == "default" and not r.passed_over
     nothing = Shape(query_entities=[], named=[], wh=True, constraints=0, summary_style=False)
     assert route(nothing, {"vector", "noderag"}).method == "noderag"
     assert route(nothing, {"vector"}).method == "vector"
@@ -297,6 +296,35 @@ def test_auto_retriever_records_route_and_reason(monkeypatch: pytest.MonkeyPatch
     assert r.notes["routed_notes"] == {"hello": 1}
     assert [i.node_id for i in r.items] == ["c2", "c1"]
     assert "classify" in r.timings_ms and any(k.startswith("noderag.") for k in r.timings_ms)
+
+
+class _SGExact(_Fixed2):
+    def _retrieve(self, question: str, p: RetrieverParams, t) -> tuple[list[ContextItem], Subgraph, dict]:
+        items, sub, _ = super()._retrieve(question, p, t)
+        return items, sub, {"fallback": False, "matches": 1}
+
+
+class _SGFallback(_Fixed2):
+    def _retrieve(self, question: str, p: RetrieverParams, t) -> tuple[list[ContextItem], Subgraph, dict]:
+        items, sub, _ = super()._retrieve(question, p, t)
+        return items, sub, {"fallback": True, "reason": "no match"}
+
+
+@pytest.mark.parametrize(("sgrag", "route_to"), [(_SGExact, "sgrag"), (_SGFallback, "noderag")])
+def test_auto_keeps_sgrag_only_for_exact_matches(monkeypatch: pytest.MonkeyPatch, sgrag, route_to: str) -> None:
+    from graphstrata.retrieval.fusion import AutoRetriever
+
+    resolve_methods(None)
+    monkeypatch.setitem(METHODS, "sgrag", sgrag)
+    monkeypatch.setitem(METHODS, "noderag", _Fixed)
+    r = AutoRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
+        "Which actor starred in Heat and was born in New York?", budget=100
+    )
+    assert r.notes["route"] == route_to
+    expected = {"sgrag": ["c1", "e1"], "noderag": ["c2", "c1"]}[route_to]
+    assert [i.node_id for i in r.items] == expected
+    assert ("rerouted_from_sgrag" in r.notes) == (route_to == "noderag")
+    assert any(k.startswith("sgrag.") for k in r.timings_ms)  # sgrag ran either way
 
 
 # ------------------------------------------------------------------------------------------------
@@ -339,6 +367,8 @@ def test_fusion_and_auto_on_a_real_graph(graph, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.delitem(METHODS, "sgrag", raising=False)
     auto = gs.retrieve("Which actor starred in Heat and was born in New York?", "auto")
-    assert auto.notes["route"] == "e2graphrag" and auto.notes["passed_over"]
+    assert auto.notes["route"] == "noderag" and auto.notes["passed_over"] == [
+        "multi-constraint → sgrag (not installed)"
+    ]
     default = gs.retrieve("Summarize the main themes.", "fusion", budget=3000)
     assert "vector" in default.notes["methods"] and default.items

@@ -26,18 +26,20 @@ through to the next):
 
 1. a *multi-constraint factual* question — a wh-question whose dependency parse holds two or more
    constraints (verbal predicates, relational ``of`` phrases), e.g. "Which actor starred in Heat and
-   was born in New York?" → ``sgrag`` (query graph, path matching);
-2. two or more *named* query entities → ``e2graphrag`` (local: chunks holding entity pairs). Query
-   entities are those of :func:`graphstrata.ingest.analyze.query_entities`, found exactly as at
-   ingest; its common nouns (``capital``, ``film``) are in nearly every question, so the pair rule
-   counts the named ones;
-3. no query entity at all, or summary-style wording ("summarize", "overview", "main themes" …) →
+   was born in New York?" → ``sgrag`` (query graph, path matching), kept only when SG-RAG matches
+   the query graph exactly: its 1-hop fallback is weaker context than NodeRAG's (on hotpotqa_dev100
+   all 28 such questions fell back, sgrag Recall@5 0.375 against noderag 0.696), so a fallback
+   re-routes the question by the rules below;
+2. no query entity at all, or summary-style wording ("summarize", "overview", "main themes" …) →
    the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
    it runs when no query entity maps) when the question has no query entity, else ``noderag``
    (its ``HighLevel`` community summaries answer corpus-level questions);
-4. otherwise → ``noderag``, or ``fusion`` where NodeRAG is not installed.
+3. otherwise → ``noderag``, or ``fusion`` where NodeRAG is not installed. This includes questions
+   about an entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100
+   (46 questions: Recall@5 0.587 against noderag 0.935).
 
-The route, the rule and the reason are in ``notes``, with the routed method's own notes.
+Query entities are those of :func:`graphstrata.ingest.analyze.query_entities`, found exactly as at
+ingest. The route, the rule and the reason are in ``notes``, with the routed method's own notes.
 """
 
 from __future__ import annotations
@@ -399,13 +401,6 @@ def route(shape: Shape, available: set[str] | Sequence[str]) -> Route:
         )
         if r:
             return r
-    if len(shape.named) >= 2:
-        names = ", ".join(repr(n) for n in shape.named)
-        r = pick(
-            "entity-pair", f"{len(shape.named)} named query entities ({names}): local evidence of pairs", "e2graphrag"
-        )
-        if r:
-            return r
     if not shape.query_entities:
         r = pick(
             "global",
@@ -439,7 +434,7 @@ class AutoParams(RetrieverParams):
 class AutoRetriever(Retriever):
     name = "auto"
     summary = (
-        "Auto: routes the question by its shape (multi-constraint → sgrag, entity pair → e2graphrag, "
+        "Auto: routes the question by its shape (multi-constraint → sgrag if it matches exactly, "
         "global/summary → e2graphrag or noderag, otherwise noderag) and records why."
     )
     Params = AutoParams
@@ -449,13 +444,14 @@ class AutoRetriever(Retriever):
         with t.stage("classify"):
             shape = question_shape(question)
             chosen = route(shape, set(METHODS))
-        params: dict[str, Any] = {"budget": p.budget, **chosen.params}
-        if p.top_k is not None:
-            params["top_k"] = p.top_k
-        params.update(p.method_params.get(chosen.method, {}))
-        result = get_retriever(chosen.method, self.db, self.embedder, self.settings).retrieve(question, **params)
-        for stage, ms in result.timings_ms.items():
-            t.ms[f"{chosen.method}.{stage}"] = ms
+        result = self._run(question, chosen, p, t)
+        rerouted = None
+        if chosen.method == "sgrag" and result.notes.get("fallback"):
+            # SG-RAG answers only what it matches exactly; its 1-hop fallback is weaker than the next route.
+            rerouted = f"sgrag found no exact match for the query graph ({result.notes.get('reason', 'fallback')})"
+            with t.stage("classify"):
+                chosen = route(shape, set(METHODS) - {"sgrag"})
+            result = self._run(question, chosen, p, t)
         notes: dict[str, Any] = {
             "route": chosen.method,
             "rule": chosen.rule,
@@ -471,6 +467,18 @@ class AutoRetriever(Retriever):
         }
         if chosen.passed_over:
             notes["passed_over"] = chosen.passed_over
+        if rerouted:
+            notes["rerouted_from_sgrag"] = rerouted
         if result.notes:
             notes["routed_notes"] = result.notes
         return result.items, result.subgraph, notes
+
+    def _run(self, question: str, chosen: Route, p: AutoParams, t: Timer) -> RetrievalResult:
+        params: dict[str, Any] = {"budget": p.budget, **chosen.params}
+        if p.top_k is not None:
+            params["top_k"] = p.top_k
+        params.update(p.method_params.get(chosen.method, {}))
+        result = get_retriever(chosen.method, self.db, self.embedder, self.settings).retrieve(question, **params)
+        for stage, ms in result.timings_ms.items():
+            t.ms[f"{chosen.method}.{stage}"] = ms
+        return result
