@@ -3,11 +3,18 @@
 People, cities, companies and schools joined by RELATED edges (predicates as ingest stores them):
 only alice and dave were born in Paris *and* work for Acme; only alice also studied at MIT; nobody
 born in Berlin works for Globex (the fallback case).
+
+Also: the path-dominance GAT trained on this graph gives the same matches as the exact check alone and
+prunes candidates before it; the LLM query graph (Table 10) through a real ``openai`` client and the fake
+OpenAI-compatible server, including malformed / invalid / unusable replies.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,8 +22,11 @@ from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.embed import get_embedder
 from graphstrata.ingest.extract import normalize_name
+from graphstrata.retrieval import sgrag as sgrag_module
 from graphstrata.retrieval.base import get_retriever
-from graphstrata.retrieval.sgrag import spacy_query_graph
+from graphstrata.retrieval.sgrag import QUERY_GRAPH_PROMPT, spacy_query_graph
+
+pytest_plugins = ["tests.conftest_llm"]
 
 ENTITIES = {
     "alice": ("Alice Martin", "PERSON"),
@@ -96,8 +106,9 @@ def kg(db: Database, neo4j_settings: Settings) -> Database:
 
 
 @pytest.fixture
-def sgrag(kg: Database, neo4j_settings: Settings):
-    settings = neo4j_settings.model_copy(update={"chat_model": None})  # offline: the spaCy query graph
+def sgrag(kg: Database, neo4j_settings: Settings, tmp_path: Path):
+    # offline: the spaCy query graph; the dominance model is kept under a per-test cache directory
+    settings = neo4j_settings.model_copy(update={"chat_model": None, "cache_dir": tmp_path / "cache"})
     return get_retriever("sgrag", kg, get_embedder(), settings)
 
 
@@ -200,3 +211,172 @@ def test_spacy_query_graph_terminates_without_governing_verb() -> None:
     # regression: walking up from a node whose ancestors hold no verb must stop at the root
     spec = spacy_query_graph("Which noun that 35 use and mount on struts?")
     assert spec.nodes[0].label == "UNK" and len(spec.edges) == len(spec.nodes) - 1
+
+
+# ------------------------------------------------------------------------------------------------
+# the path-dominance GAT trained on the corpus graph, in the query path
+# ------------------------------------------------------------------------------------------------
+CONSTRAINTS = [
+    ("Paris", "born in"),
+    ("Berlin", "born in"),
+    ("London", "born in"),
+    ("Acme Corporation", "works for"),
+    ("Globex", "works for"),
+    ("MIT", "studied at"),
+]
+
+
+def gat_queries() -> list[dict[str, Any]]:
+    """Every query of 2–3 constraints on one UNK target, loose (any relation); pairs also with relations."""
+    out = []
+    for k in (2, 3):
+        for combo in itertools.combinations(CONSTRAINTS, k):
+            out.append({"query_graph": qg(*((label, "") for label, _ in combo))})
+            if k == 2:
+                out.append({"query_graph": qg(*combo), "match_relations": True})
+    return out
+
+
+def test_gat_filter_same_matches_as_exact_only_and_prunes(kg: Database, sgrag) -> None:
+    sgrag_module._MODELS.clear()
+    first = sgrag.retrieve("q", **gat_queries()[0])
+    model = first.notes["dominance"]["model"]
+    assert first.notes["dominance"]["used"] and model["source"] == "trained"
+    # trained on the stars of this graph: the 11 entities (all have RELATED neighbours); the hinge loss fell
+    assert model["corpus_stars"] == len(ENTITIES) and model["pairs"] > 0 and model["violations"] == 0
+    assert model["loss"] <= model["initial_loss"] and model["separated"] > 0
+    stored = sgrag_module.model_path(sgrag.settings.cache_dir, kg, model["graph_state"])
+    assert json.loads(stored.read_text())["graph_state"] == model["graph_state"]
+    labels = {r["label"] for r in kg.read("MATCH (n) UNWIND labels(n) AS label RETURN DISTINCT label")}
+    assert labels <= {"Entity", "Chunk", "Relation", "GraphStrata"}  # the model is not written to the graph
+
+    pruned = structural = exact_checks_saved = 0
+    for params in gat_queries():
+        gat = sgrag.retrieve("q", **params)
+        exact = sgrag.retrieve("q", dominance=False, **params)
+        # the same answers, matches, context and subgraph: the filter never loses a true match
+        assert gat.notes["answers"] == exact.notes["answers"], params
+        assert gat.notes["matches"] == exact.notes["matches"] and gat.notes["fallback"] == exact.notes["fallback"]
+        assert [i.text for i in gat.items] == [i.text for i in exact.items]
+        assert gat.subgraph == exact.subgraph
+        assert "dominance" not in exact.notes and exact.notes["funnel"]["pruned_by_dominance"] == 0
+        f, e = gat.notes["funnel"], exact.notes["funnel"]
+        assert f["exact"] == e["exact"] and f["structural"] == e["structural"]  # same rows, fewer exact checks
+        pruned += f["pruned_by_dominance"]
+        structural += f["structural"]
+        exact_checks_saved += e["filtered"] - f["filtered"]
+        assert gat.notes["dominance"]["model"]["source"] == "memory"  # trained once, then cached
+    assert pruned > 0 and exact_checks_saved == pruned and pruned < structural
+    # e.g. Paris + Acme + MIT: dave lies on a Paris–?–Acme path but has no MIT leaf; the embeddings drop him
+    res = sgrag.retrieve("q", query_graph=qg(("Paris", ""), ("Acme Corporation", ""), ("MIT", "")))
+    assert res.notes["answers"] == ["Alice Martin"] and res.notes["funnel"]["pruned_by_dominance"] >= 1
+
+
+def test_gat_model_reloaded_from_its_file_and_retrained_after_a_graph_change(kg: Database, sgrag) -> None:
+    params = {"query_graph": qg(("Paris", ""), ("Acme Corporation", ""))}
+    sgrag_module._MODELS.clear()
+    assert sgrag.retrieve("q", **params).notes["dominance"]["model"]["source"] == "trained"  # into this cache dir
+    sgrag_module._MODELS.clear()  # a new process: the model file is used, not retrained
+    again = sgrag.retrieve("q", **params)
+    assert again.notes["dominance"]["model"]["source"] == "stored"
+    assert set(again.notes["answers"]) == {"Alice Martin", "Dave Brown"}
+    kg.write(
+        "MATCH (a:Entity {id: 'erin'}), (b:Entity {id: 'acme'}) "
+        "CREATE (a)-[:RELATED {predicate: 'works for', weight: 1.0, description: 'tmp'}]->(b)"
+    )
+    try:
+        changed = sgrag.retrieve("q", **params)
+        assert changed.notes["dominance"]["model"]["source"] == "trained"  # the graph state changed
+        assert set(changed.notes["answers"]) == {"Alice Martin", "Dave Brown"}
+    finally:
+        kg.write("MATCH (:Entity {id: 'erin'})-[r:RELATED {description: 'tmp'}]->() DELETE r")
+
+
+# ------------------------------------------------------------------------------------------------
+# the LLM query graph (Table 10) through the fake OpenAI-compatible server
+# ------------------------------------------------------------------------------------------------
+QUESTION = "Who was born in Paris and works for Acme Corporation?"
+TABLE10_REPLY = {
+    "nodes": [
+        {"id": "q0", "label": "UNK", "description": "person"},
+        {"id": "q1", "label": "Paris", "description": "city"},
+        {"id": "q2", "label": "Acme Corporation", "description": ""},
+    ],
+    "edges": [{"src": "q0", "dst": "q1", "relation": "born in"}, {"src": "q0", "dst": "q2", "relation": "works for"}],
+}
+
+
+def query_graph_reply(messages: list[dict], failure: str | None) -> str:
+    """The fake model: a Table 10 query graph, or the scheduled kind of bad reply."""
+    assert messages[0]["role"] == "system" and messages[0]["content"] == QUERY_GRAPH_PROMPT
+    assert messages[1] == {"role": "user", "content": f"Text: {QUESTION}"}
+    if failure == "malformed":  # repairable: prose around a fenced object with a trailing comma
+        body = json.dumps(TABLE10_REPLY, indent=1)
+        return "Here is the query graph:\n```json\n" + body[: body.rfind("}")].rstrip() + ",\n}\n```"
+    if failure == "invalid":  # JSON, but two nodes share an id: not a graph
+        return json.dumps({"nodes": [{"id": "q0", "label": "UNK"}, {"id": "q0", "label": "Paris"}], "edges": []})
+    if failure == "garbage":
+        return "I cannot draw graphs."
+    return json.dumps(TABLE10_REPLY)
+
+
+@pytest.fixture
+def llm_sgrag(kg: Database, neo4j_settings: Settings, fake_openai: Any, tmp_path: Path):
+    fake_openai.chat_reply = query_graph_reply
+    settings = neo4j_settings.model_copy(
+        update={
+            "openai_api_key": fake_openai.api_key,
+            "openai_base_url": fake_openai.base_url,
+            "chat_model": "fake-chat",
+            "cache_dir": tmp_path / "cache",
+            "llm_timeout": 5.0,
+        }
+    )
+    return get_retriever("sgrag", kg, get_embedder(), settings)
+
+
+def chat_requests(fake: Any) -> list[dict]:
+    return [r["body"] for r in fake.requests if r["path"] == "/v1/chat/completions"]
+
+
+def test_llm_query_graph_end_to_end(llm_sgrag, fake_openai: Any) -> None:
+    res = llm_sgrag.retrieve(QUESTION)
+    assert res.notes["query_graph_source"] == "llm"
+    assert res.notes["query_graph"] == {
+        "nodes": [{**n, "description": n["description"]} for n in TABLE10_REPLY["nodes"]],
+        "edges": TABLE10_REPLY["edges"],
+    }
+    assert answers(res) == {"alice", "dave"} and res.notes["fallback"] is False
+    assert res.notes["llm"]["calls"] == 1 and "query_graph_error" not in res.notes
+    [body] = chat_requests(fake_openai)
+    assert body["model"] == "fake-chat" and body["messages"][0]["content"].startswith("Goal: Given a user question")
+    # a second ask is served from the LLM cache: no request reaches the server
+    again = llm_sgrag.retrieve(QUESTION)
+    assert again.notes["query_graph_source"] == "llm" and len(chat_requests(fake_openai)) == 1
+    assert again.notes["llm"]["cache_hits"] == 1
+
+
+def test_llm_malformed_json_is_repaired(llm_sgrag, fake_openai: Any) -> None:
+    fake_openai.fail_next("malformed")
+    res = llm_sgrag.retrieve(QUESTION)
+    assert fake_openai.failures_served["malformed"] == 1 and len(chat_requests(fake_openai)) == 1
+    assert res.notes["query_graph_source"] == "llm" and answers(res) == {"alice", "dave"}
+
+
+def test_llm_invalid_graph_is_re_asked(llm_sgrag, fake_openai: Any) -> None:
+    fake_openai.fail_next("invalid")
+    res = llm_sgrag.retrieve(QUESTION)
+    first, second = chat_requests(fake_openai)
+    assert len(second["messages"]) == len(first["messages"]) + 2  # the bad reply and the error go back
+    assert "node ids must be unique" in second["messages"][-1]["content"]
+    assert res.notes["query_graph_source"] == "llm" and answers(res) == {"alice", "dave"}
+    assert res.notes["llm"]["calls"] == 2
+
+
+def test_llm_unusable_replies_fall_back_to_spacy(llm_sgrag, fake_openai: Any) -> None:
+    fake_openai.fail_next("garbage", 3)  # the first reply and both re-asks
+    res = llm_sgrag.retrieve(QUESTION)
+    assert len(chat_requests(fake_openai)) == 3 and fake_openai.failures_served["garbage"] == 3
+    assert res.notes["query_graph_source"] == "spacy"
+    assert "no valid QueryGraphSpec" in res.notes["query_graph_error"]
+    assert answers(res) == {"alice", "dave"}  # the spaCy graph of this question finds the same answers

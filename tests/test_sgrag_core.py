@@ -18,6 +18,7 @@ from networkx.algorithms import isomorphism
 from graphstrata.algorithms.sgrag import (
     DataGraph,
     DataPath,
+    DominanceConfig,
     DominanceEmbedder,
     HashingLabelEncoder,
     Hop,
@@ -35,14 +36,18 @@ from graphstrata.algorithms.sgrag import (
     decompose,
     dominance_violations,
     enumerate_paths,
+    fit_dominance,
+    from_record,
     match_query,
     n_completions,
+    negative_pairs,
     one_hop_subgraph,
     path_contained,
     plan_key,
     simple_query_paths,
     star_contained,
     substructure_pairs,
+    to_record,
     train_dominance,
 )
 from graphstrata.algorithms.sgrag.dominance import dominance_mask, dominates
@@ -352,14 +357,16 @@ def test_path_contained_has_no_false_positives_or_negatives(directed):
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("monotone", [True, False])
-def test_gat_backward_matches_finite_differences(monotone):
+@pytest.mark.parametrize(("monotone", "with_negatives"), [(True, False), (False, False), (True, True)])
+def test_gat_backward_matches_finite_differences(monotone, with_negatives):
     rng = np.random.default_rng(0)
     vocab = [f"L{i}" for i in range(5)]
     stars = [Star.of(str(rng.choice(vocab)), rng.choice(vocab, size=int(rng.integers(0, 4)))) for _ in range(8)]
     unique, pairs = substructure_pairs(stars)
+    negs = negative_pairs(stars, unique, 3, seed=1)[1] if with_negatives else None
+    assert negs is None or len(negs) > 0
     model = StarGAT(16, hidden=5, out_dim=3, monotone=monotone, seed=1)
-    _, grads = model.pair_loss(unique, ENC, pairs, margin=0.5)
+    _, grads = model.pair_loss(unique, ENC, pairs, 0.5, negs, 2.0)
     eps = 1e-6
     for name in model.PARAMS:
         param = getattr(model, name)
@@ -367,9 +374,9 @@ def test_gat_backward_matches_finite_differences(monotone):
         for idx in np.ndindex(param.shape):
             old = param[idx]
             param[idx] = old + eps
-            up, _ = model.pair_loss(unique, ENC, pairs, 0.5)
+            up, _ = model.pair_loss(unique, ENC, pairs, 0.5, negs, 2.0)
             param[idx] = old - eps
-            down, _ = model.pair_loss(unique, ENC, pairs, 0.5)
+            down, _ = model.pair_loss(unique, ENC, pairs, 0.5, negs, 2.0)
             param[idx] = old
             num[idx] = (up - down) / (2 * eps)
         np.testing.assert_allclose(grads[name], num, rtol=1e-4, atol=1e-7)
@@ -826,3 +833,70 @@ def test_counts_are_consistent():
     for s in res.stats:
         assert s.label_group >= s.filtered >= s.exact
     assert res.completions_tried == math.prod(len(v) for v in res.label_candidates.values())
+
+
+# ------------------------------------------------------------------------------------------------
+# the model trained on a corpus graph, stored and used in the wildcard (completion) lookups
+# ------------------------------------------------------------------------------------------------
+
+
+def test_fit_dominance_on_corpus_stars_and_record_round_trip():
+    graph = random_data_graph(np.random.default_rng(21), 40, 90, 5)
+    stars = [graph.star(v) for v in graph.nodes]
+    cfg = DominanceConfig(max_stars=30, epochs=10, seed=2)
+    emb, fit = fit_dominance(stars, cfg)
+    assert fit.corpus_stars == len(set(stars)) and fit.train_stars == min(30, len(set(stars)))
+    assert fit.violations == 0 and fit.loss <= fit.initial_loss and fit.pairs > 0
+    assert 0.0 < fit.separated <= 1.0
+    again, cfg2, fit2 = from_record(to_record(emb, cfg, fit))  # what the SGRAGModel node holds
+    assert cfg2 == cfg and fit2 == fit
+    np.testing.assert_array_equal(again.embed_stars(stars), emb.embed_stars(stars))
+    # the star cache is content-addressed: cached and fresh embeddings agree
+    fresh = DominanceEmbedder(emb.model, emb.encode)
+    np.testing.assert_allclose(fresh.embed_stars(stars[::-1]), emb.embed_stars(stars[::-1]), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        from_record({**to_record(emb, cfg, fit), "version": 0})
+
+
+def test_completion_dominance_filter_keeps_every_label_and_prunes():
+    """Algorithm 5 with the per-row dominance filter: the same candidate labels as without it, and rows
+    ruled out before the exact check (type-like labels, trained model)."""
+    rng = np.random.default_rng(31)
+    pruned = 0
+    for _ in range(8):
+        graph = random_data_graph(rng, 30, 55, 4)
+        emb, _ = fit_dominance([graph.star(v) for v in graph.nodes], DominanceConfig(epochs=2))
+        query = random_query_from(rng, graph, 4, p_unknown=0.5, p_wild_rel=1.0)
+        plan = decompose(query, 2)
+        index = build_path_index(graph, plan.lengths, emb)
+        stats: list = []
+        with_gat = candidate_labels(query, plan.paths, index, graph, embedder=emb, stats=stats)
+        assert with_gat == candidate_labels(query, plan.paths, index, graph)
+        for s in stats:
+            assert s.phase == "completion" and s.structural >= s.filtered >= s.exact
+            pruned += s.pruned_by_dominance
+        assert result_set(match_query(query, graph, index=index, embedder=emb)) == nx_matches(query, graph)
+    assert pruned > 0
+
+
+def test_negative_term_keeps_exactness_and_rejects_non_contained_stars():
+    """The optional non-containment term (not in the paper): still zero false negatives (monotone model),
+    and the trained embeddings reject query stars with a leaf the data star lacks more often."""
+    rng = np.random.default_rng(41)
+    graph = random_data_graph(rng, 40, 80, 6)
+    stars = [graph.star(v) for v in graph.nodes]
+    plain, fit_plain = fit_dominance(stars, DominanceConfig(epochs=5))
+    neg, fit_neg = fit_dominance(stars, DominanceConfig(epochs=15, negatives_per_star=4, out_dim=16))
+    assert fit_neg.negatives > 0 and fit_neg.violations == 0 and fit_plain.negatives == 0
+    assert fit_neg.negative_satisfied > 0
+    pool, pairs = negative_pairs(stars, list(dict.fromkeys(stars)), 4, seed=9)  # fresh (q ⊄ g) pairs
+
+    def rejected(emb: DominanceEmbedder) -> float:
+        """Share of the pairs whose data star g does not dominate the query star q (filter says no)."""
+        o = emb.embed_stars(pool)
+        return float(np.mean([not dominates(o[g], o[q]) for q, g in pairs.tolist()]))
+
+    assert rejected(neg) > rejected(plain)
+    for _ in range(4):
+        query = random_query_from(rng, graph, 4, p_unknown=0.5, p_wild_rel=1.0)
+        assert result_set(match_query(query, graph, embedder=neg)) == nx_matches(query, graph)

@@ -77,3 +77,21 @@ CALL {
   RETURN collect(DISTINCT y.name) AS candidates
 }
 RETURN gold, candidates;
+
+// name: corpus_stars
+// Training stars of the dominance model (SG-RAG §4.2): every entity with RELATED neighbours, labelled as
+// the matcher labels it (normalized name), with its distinct neighbours' labels.
+MATCH (e:Entity)-[:RELATED]-(b:Entity)
+WHERE b <> e
+WITH e, collect(DISTINCT b) AS nbrs
+RETURN coalesce(e.normalized, toLower(e.name)) AS label,
+       [b IN nbrs | coalesce(b.normalized, toLower(b.name))] AS leaves
+ORDER BY e.id;
+
+// name: graph_state
+// What a trained dominance model is keyed by: entity and RELATED counts (count store) and the meta stamp
+// every graph-changing write bumps.
+CALL () { MATCH (e:Entity) RETURN count(e) AS entities }
+CALL () { MATCH ()-[r:RELATED]->() RETURN count(r) AS related }
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN entities, related, toString(m.updated_at) AS updated;

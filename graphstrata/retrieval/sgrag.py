@@ -5,6 +5,9 @@ factual questions by subgraph matching over the entity graph.
    the edges between them; offline a spaCy dependency parse does it (named entities and noun chunks
    are known nodes, the wh-phrase is the ``UNK`` target, each known node hangs off the target with
    the verb/preposition that governs it as relation).  ``query_graph`` (JSON) supplies one directly.
+   A malformed LLM reply is repaired, an invalid one re-asked with the error (``LLMClient.chat_json``);
+   if the model still gives no usable graph (or the endpoint fails), the spaCy graph is used and
+   ``notes["query_graph_error"]`` says why.
 2. Entity normalisation (Algorithm 3): a known node's ``normalized`` name is looked up exactly, else
    its name embedding in the ``entity_embedding`` vector index (top 1, at least ``min_similarity``).
 3. Candidate subgraph: the ``RELATED`` neighbourhood of the normalised entities up to ``path_length``
@@ -13,6 +16,13 @@ factual questions by subgraph matching over the entity graph.
 4. :func:`match_query` (decomposition, label completion, path index, exact containment, conflict-free
    assembly); the answers are the data nodes bound to the ``UNK`` target.  Query edges match any
    predicate (the paper's query edges carry no relation label) unless ``match_relations``.
+   With ``dominance`` (default) the path-dominance model ``M`` (§4.2, App. C) filters candidate paths by
+   ``o(p_q) ⪯ o(p_z)`` before the exact check.  ``M`` is trained on the corpus graph's stars on first use
+   (seconds), kept as JSON under ``cache_dir/sgrag/`` and in the process, both keyed by the database and
+   the graph state (entity/RELATED counts + the meta stamp): after a graph change it is retrained.
+   The node embeddings ``o(v)`` are computed from the stars of the candidate subgraph (content-cached by
+   star), so they always describe the graph being matched; with the monotone model no true match is
+   ever filtered out, whatever the weights.
 5. Context: the answer entities first, then the matched subgraphs' relations as
    ``subject predicate object — description``, each mapped to its source chunks; with no match the
    1-hop subgraph around the anchors (Algorithm 1 lines 19–24) and ``notes["fallback"] = True``.
@@ -20,15 +30,35 @@ factual questions by subgraph matching over the entity graph.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
+import threading
 from collections.abc import Hashable
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from graphstrata.algorithms.sgrag import DataGraph, Edge, QueryGraph, match_query, one_hop_subgraph
+from graphstrata.algorithms.sgrag import (
+    DataGraph,
+    DominanceConfig,
+    DominanceEmbedder,
+    Edge,
+    QueryGraph,
+    Star,
+    fit_dominance,
+    from_record,
+    match_query,
+    one_hop_subgraph,
+    to_record,
+)
 from graphstrata.algorithms.sgrag.assemble import fallback_anchors
+from graphstrata.algorithms.sgrag.model import RECORD_VERSION
 from graphstrata.cypher import query
+from graphstrata.db import Database
 from graphstrata.ingest.extract import normalize_name
 from graphstrata.ingest.pipeline import predicate_key
 from graphstrata.retrieval.base import (
@@ -42,6 +72,7 @@ from graphstrata.retrieval.base import (
 )
 
 UNK = "UNK"
+LLM_STAGE = "sgrag_query_graph"
 WH_TAGS = {"WDT", "WP", "WP$", "WRB"}
 
 
@@ -62,6 +93,16 @@ class QueryGraphSpec(BaseModel):
 
     nodes: list[QGNode]
     edges: list[QGEdge] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> QueryGraphSpec:
+        # raised as a validation error, so chat_json re-asks the model with this message
+        if not self.nodes:
+            raise ValueError("the query graph needs at least one node")
+        ids = [n.id for n in self.nodes]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"node ids must be unique, got {ids}")
+        return self
 
     def to_query_graph(self, match_relations: bool) -> QueryGraph:
         ids = {n.id for n in self.nodes}
@@ -99,6 +140,11 @@ class SGRAGParams(RetrieverParams):
     directed: bool = Field(False, description="respect edge direction when matching")
     max_nodes: int = Field(2000, ge=10, le=100000, description="cap on the candidate subgraph's entities")
     max_matches: int = Field(200, ge=1, le=10000, description="cap on matches per assembled path set")
+    dominance: bool = Field(
+        True,
+        description="filter candidate paths with the path-dominance GAT (trained on the corpus graph on first "
+        "use) before the exact containment check; the matches are the same either way",
+    )
     query_graph: str | None = Field(
         None,
         description='explicit query graph as JSON {"nodes": [{"id", "label"}], "edges": [{"src", "dst", '
@@ -172,6 +218,74 @@ def _governing_relation(root: Any) -> str:
     return " ".join(parts)
 
 
+# --- the dominance model M (§4.2, Appendix C) ----------------------------------------------------
+# (bolt uri, database) → (graph state, model or None, facts about it); one lock: concurrent first queries
+# wait for one training run instead of each training its own.
+_MODELS: dict[tuple[str, str], tuple[str, DominanceEmbedder | None, dict[str, Any]]] = {}
+_MODEL_LOCK = threading.Lock()
+
+
+def graph_state(db: Database) -> str:
+    """The key a trained model is valid for: the meta stamp plus entity and RELATED counts."""
+    row = db.read_one(query("sgrag.graph_state")) or {}
+    return f"{row.get('updated')}|{row.get('entities')}|{row.get('related')}"
+
+
+def model_path(cache_dir: Path, db: Database, state: str) -> Path:
+    """Where the model trained for this database and graph state is kept (derived data, like the LLM cache;
+    kept out of the graph so the stored schema stays what docs/data-model.md describes)."""
+    key = hashlib.sha256(f"{db.uri}|{db.database}|{state}|{RECORD_VERSION}".encode()).hexdigest()[:24]
+    return Path(cache_dir) / "sgrag" / f"dominance-{key}.json"
+
+
+def train_dominance_model(
+    db: Database, config: DominanceConfig | None = None, *, cache_dir: Path | None = None
+) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
+    """Fit ``M`` on the stars of the corpus graph (every entity with RELATED neighbours) and keep it under
+    ``cache_dir`` (if given); ``None`` when the graph has no RELATED edge to learn from."""
+    state = graph_state(db)
+    rows = db.read(query("sgrag.corpus_stars"))
+    if not rows:
+        return None, {"graph_state": state, "source": "none", "reason": "no RELATED edges to train on"}
+    cfg = config or DominanceConfig()
+    embedder, report = fit_dominance([Star.of(r["label"], r["leaves"]) for r in rows], cfg)
+    info: dict[str, Any] = {"graph_state": state, "source": "trained", **asdict(report)}
+    if cache_dir is not None:
+        path = model_path(cache_dir, db, state)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
+                json.dump(to_record(embedder, cfg, report) | {"graph_state": state}, f)
+            os.replace(f.name, path)  # atomic: a concurrent reader sees the old file or the whole new one
+        except OSError as e:  # e.g. a read-only cache: the model still serves this process
+            info["store_error"] = str(e)[:300]
+    return embedder, info
+
+
+def dominance_model(db: Database, cache_dir: Path | None = None) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
+    """``M`` for the graph as it is now: from this process's cache, else the cache file, else trained."""
+    key = (db.uri, db.database)
+    state = graph_state(db)
+    with _MODEL_LOCK:
+        hit = _MODELS.get(key)
+        if hit is not None and hit[0] == state:
+            return hit[1], {**hit[2], "source": "memory"}
+        embedder: DominanceEmbedder | None = None
+        path = model_path(cache_dir, db, state) if cache_dir is not None else None
+        if path is not None and path.exists():
+            try:
+                record = json.loads(path.read_text())
+                if record.get("graph_state") == state:
+                    embedder, _, report = from_record(record)
+                    info: dict[str, Any] = {"graph_state": state, "source": "stored", **asdict(report)}
+            except (OSError, ValueError, KeyError, TypeError):  # unreadable, another version, damaged: train anew
+                embedder = None
+        if embedder is None:
+            embedder, info = train_dominance_model(db, cache_dir=cache_dir)
+        _MODELS[key] = (state, embedder, info)
+        return embedder, info
+
+
 # --- the retriever --------------------------------------------------------------------------------
 @register
 class SGRAGRetriever(Retriever):
@@ -185,7 +299,7 @@ class SGRAGRetriever(Retriever):
     def _retrieve(self, question: str, p: SGRAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
         notes: dict[str, Any] = {"fallback": False}
         with t.stage("query_graph"):
-            spec, source = self._query_graph(question, p)
+            spec, source = self._query_graph(question, p, notes)
         notes["query_graph"] = spec.model_dump()
         notes["query_graph_source"] = source
         try:
@@ -211,6 +325,11 @@ class SGRAGRetriever(Retriever):
             graph, info, edge_info = self._candidate_subgraph(anchors, p)
         notes["candidate_nodes"] = len(graph)
         notes["candidate_edges"] = len(graph.edges)
+        embedder = None
+        if p.dominance and qg.edges:
+            with t.stage("dominance_model"):
+                embedder, model_info = dominance_model(self.db, self.settings.cache_dir)
+            notes["dominance"] = {"used": embedder is not None, "model": model_info}
         with t.stage("match"):
             if qg.edges:
                 result = match_query(
@@ -220,8 +339,10 @@ class SGRAGRetriever(Retriever):
                     directed=p.directed,
                     max_matches=p.max_matches,
                     normalized={q: v["id"] for q, v in norm.items()},
+                    embedder=embedder,
                 )
                 matches, fallback = result.matches, result.fallback
+                notes["funnel"] = result.funnel()
             else:  # a single entity and no structure: nothing to match
                 matches = []
                 fallback = one_hop_subgraph(graph, fallback_anchors(qg, graph, {q: v["id"] for q, v in norm.items()}))
@@ -263,21 +384,27 @@ class SGRAGRetriever(Retriever):
         return items, sub, notes
 
     # --- steps ------------------------------------------------------------------------------------
-    def _query_graph(self, question: str, p: SGRAGParams) -> tuple[QueryGraphSpec, str]:
+    def _query_graph(self, question: str, p: SGRAGParams, notes: dict[str, Any]) -> tuple[QueryGraphSpec, str]:
         if p.query_graph is not None:
             return QueryGraphSpec.model_validate(json.loads(p.query_graph)), "param"
         if self.settings.llm_enabled:
-            from graphstrata.llm import LLMClient
+            from graphstrata.llm import LLMClient, LLMError
 
-            spec = LLMClient.from_settings(self.settings).chat_json(
-                [
-                    {"role": "system", "content": QUERY_GRAPH_PROMPT},
-                    {"role": "user", "content": f"Text: {question}"},
-                ],
-                QueryGraphSpec,
-                stage="sgrag_query_graph",
-            )
-            if spec.nodes:
+            with LLMClient.from_settings(self.settings) as llm:
+                try:
+                    spec = llm.chat_json(
+                        [
+                            {"role": "system", "content": QUERY_GRAPH_PROMPT},
+                            {"role": "user", "content": f"Text: {question}"},
+                        ],
+                        QueryGraphSpec,
+                        stage=LLM_STAGE,
+                    )
+                except LLMError as e:  # no usable graph after repair and re-asks, or no endpoint
+                    notes["query_graph_error"] = str(e)[:500]
+                    spec = None
+                notes["llm"] = llm.usage().get(LLM_STAGE, {})
+            if spec is not None:
                 return spec, "llm"
         return spacy_query_graph(question), "spacy"
 

@@ -10,6 +10,8 @@ Appendices B–E, L, M.  Each step is a small module of pure functions over in-m
 ``completion``            label completion of unknown nodes (Algorithms 5–6, App. E)
 ``dominance``             exact path/star containment check; dominance comparison (§4.2–4.3)
 ``gat``                   star-subgraph GAT + hinge dominance loss in numpy (App. C, Algorithm 2)
+``embedder``              the trained model at query time: o(v), o(p_q), per-row wildcard filter (§4.2–4.3)
+``model``                 training on corpus stars, pruning power, (de)serialisation of ``M`` (§4.2, App. C)
 ``path_index``            index over path labels and dominance embeddings (Eq. 4, App. L)
 ``assemble``              conflict-free assembly (Algorithm 8) and the 1-hop fallback
 ``match``                 the driver: :func:`match_query` (Algorithm 7, Algorithm 1 l. 9–24)
@@ -38,6 +40,7 @@ from graphstrata.algorithms.sgrag.decompose import (
     simple_query_paths,
 )
 from graphstrata.algorithms.sgrag.dominance import dominance_mask, dominates, path_contained, star_contained
+from graphstrata.algorithms.sgrag.embedder import DominanceEmbedder
 from graphstrata.algorithms.sgrag.gat import (
     HashingLabelEncoder,
     LabelEncoder,
@@ -45,16 +48,17 @@ from graphstrata.algorithms.sgrag.gat import (
     TrainReport,
     dominance_violations,
     mapping_encoder,
+    negative_pairs,
     substructure_pairs,
     train_dominance,
 )
 from graphstrata.algorithms.sgrag.match import (
-    DominanceEmbedder,
     MatchResult,
     PathStats,
     build_path_index,
     match_query,
 )
+from graphstrata.algorithms.sgrag.model import DominanceConfig, FitReport, fit_dominance, from_record, to_record
 from graphstrata.algorithms.sgrag.path_index import PathIndex
 from graphstrata.algorithms.sgrag.query_graph import (
     DataGraph,
@@ -72,8 +76,10 @@ __all__ = [
     "DataGraph",
     "DataPath",
     "Decomposition",
+    "DominanceConfig",
     "DominanceEmbedder",
     "Edge",
+    "FitReport",
     "HashingLabelEncoder",
     "Hop",
     "LabelEncoder",
@@ -98,11 +104,14 @@ __all__ = [
     "dominates",
     "enumerate_paths",
     "fallback_anchors",
+    "fit_dominance",
+    "from_record",
     "hop_compatible",
     "is_unknown_label",
     "mapping_encoder",
     "match_query",
     "n_completions",
+    "negative_pairs",
     "one_hop_subgraph",
     "path_contained",
     "path_weight",
@@ -111,5 +120,6 @@ __all__ = [
     "simple_query_paths",
     "star_contained",
     "substructure_pairs",
+    "to_record",
     "train_dominance",
 ]

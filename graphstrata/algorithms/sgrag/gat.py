@@ -22,9 +22,15 @@ would enforce the opposite order — a sign slip (GNN-PE writes ``max(0, o(s) �
 all-equal embedding.  Substructures of a star (Fig. 5) are its sub-multisets of leaf labels; by
 transitivity it is enough to train on *covering* pairs ``(s + one leaf, s)`` of each data star's
 substructure lattice, which :func:`substructure_pairs` enumerates (all of them up to
-``max_per_star`` per star, else random removal chains).  Training runs full-batch or in pair batches
-with Adam and an analytic backward pass, and stops when the epoch loss is exactly zero (Algorithm 2,
-line 16) or after ``epochs``.
+``max_per_star`` per star, else random removal chains).  Training runs Adam with an analytic backward
+pass, the loss taken on batches of pairs (the stars are encoded once, the forward pass covers all of
+them), and stops when the epoch loss is exactly zero (Algorithm 2, line 16) or after ``epochs``.
+
+Optional extension (off by default, not in the paper): the loss above never asks a *non*-substructure to
+leave the dominance region, and with a sum readout a data star with many leaves then dominates almost any
+query star, so the filter prunes little.  ``negatives_per_star`` adds pairs ``(q, g)`` with ``q ⊄ g``
+(:func:`negative_pairs`) and the hinge ``max(0, m − max_k (o(q) − o(g))_k)²``; it changes what the filter
+rejects, never the guarantee below (that comes from the architecture).
 
 Guarantee (the crux of exact retrieval — a false negative loses an answer):
 
@@ -63,6 +69,7 @@ __all__ = [
     "TrainReport",
     "dominance_violations",
     "mapping_encoder",
+    "negative_pairs",
     "substructure_pairs",
     "train_dominance",
 ]
@@ -274,17 +281,48 @@ class StarGAT:
         return out
 
     def pair_loss(
-        self, stars: Sequence[Star], encode: LabelEncoder, pairs: IntArray, margin: float
+        self,
+        stars: Sequence[Star],
+        encode: LabelEncoder,
+        pairs: IntArray,
+        margin: float,
+        negatives: IntArray | None = None,
+        negative_margin: float = 0.1,
+        negative_weight: float = 1.0,
     ) -> tuple[float, dict[str, FloatArray]]:
-        """Mean hinge dominance loss over ``pairs`` (rows ``(g, s)`` into ``stars``) and its gradient."""
-        b = _Batch.build(stars, encode)
+        """Mean hinge dominance loss over ``pairs`` (rows ``(g, s)`` into ``stars``) and its gradient.
+
+        ``negatives`` (rows ``(q, g)`` with ``q ⊄ g``) add ``negative_weight · mean max(0, m − max_k (o(q) −
+        o(g))_k)²``: the query star must exceed the data star by ``m`` in at least one coordinate, so the
+        dominance filter can reject it (see :func:`negative_pairs`; not in the paper).
+        """
+        return self._pair_loss(_Batch.build(stars, encode), pairs, margin, negatives, negative_margin, negative_weight)
+
+    def _pair_loss(
+        self,
+        b: _Batch,
+        pairs: IntArray,
+        margin: float,
+        negatives: IntArray | None,
+        negative_margin: float,
+        negative_weight: float,
+    ) -> tuple[float, dict[str, FloatArray]]:
         o, cache = self._forward(b)
         viol = np.maximum(o[pairs[:, 1]] - o[pairs[:, 0]] + margin, 0.0)
         n = max(len(pairs), 1)
         do = np.zeros_like(o)
         np.add.at(do, pairs[:, 1], 2.0 * viol / n)
         np.add.at(do, pairs[:, 0], -2.0 * viol / n)
-        return float(np.sum(viol**2) / n), self._backward(b, cache, do)
+        loss = float(np.sum(viol**2) / n)
+        if negatives is not None and len(negatives):
+            diff = o[negatives[:, 0]] - o[negatives[:, 1]]
+            k = diff.argmax(axis=1)  # the subgradient of the max flows through the best coordinate only
+            short = np.maximum(negative_margin - diff[np.arange(len(negatives)), k], 0.0)
+            scale = 2.0 * negative_weight * short / len(negatives)
+            np.add.at(do, (negatives[:, 0], k), -scale)
+            np.add.at(do, (negatives[:, 1], k), scale)
+            loss += negative_weight * float(np.sum(short**2) / len(negatives))
+        return loss, self._backward(b, cache, do)
 
 
 def substructure_pairs(stars: Sequence[Star], *, max_per_star: int = 256, seed: int = 0) -> tuple[list[Star], IntArray]:
@@ -342,6 +380,38 @@ def substructure_pairs(stars: Sequence[Star], *, max_per_star: int = 256, seed: 
     return unique, pairs
 
 
+def negative_pairs(
+    stars: Sequence[Star], unique: list[Star], per_star: int, *, seed: int = 0
+) -> tuple[list[Star], IntArray]:
+    """Non-containment pairs ``(q, g)`` for the optional negative term (an extension: the paper trains on
+    substructure pairs only, which leaves nothing pushing ``o(q) ⋠ o(g)`` when ``q ⊄ g``, and a sum readout
+    then lets a high-degree data star dominate almost any query star).
+
+    ``q`` = a random sub-star of ``g`` (each leaf kept with probability ½) plus one label of the corpus
+    vocabulary that ``g`` lacks — the shape of a query star whose node has a neighbour the data node has
+    not.  New stars are appended to ``unique`` (indices are into it).
+    """
+    rng = np.random.default_rng(seed)
+    index = {s: i for i, s in enumerate(unique)}
+    vocab = sorted({leaf for s in stars for leaf in s.leaves} | {s.center for s in stars})
+    rows: list[tuple[int, int]] = []
+    for g in dict.fromkeys(stars):
+        have = set(g.leaves)
+        if len(have) >= len(vocab) or g not in index:
+            continue
+        for _ in range(per_star):
+            extra = vocab[int(rng.integers(len(vocab)))]
+            if extra in have:
+                continue
+            q = Star.of(g.center, [leaf for leaf in g.leaves if rng.random() < 0.5] + [extra])
+            qi = index.get(q)
+            if qi is None:
+                qi = index[q] = len(unique)
+                unique.append(q)
+            rows.append((qi, index[g]))
+    return unique, np.array(sorted(set(rows)), dtype=np.int64).reshape(-1, 2)
+
+
 @dataclass
 class TrainReport:
     """Outcome of :func:`train_dominance` (``violations`` counts pairs with ``o(s) ⋠ o(g)``)."""
@@ -352,6 +422,8 @@ class TrainReport:
     stars: int
     pairs: int
     history: list[float] = field(default_factory=list)
+    negatives: int = 0  # non-containment pairs trained on (0: the paper's loss alone)
+    negative_satisfied: float = 0.0  # share of them the embeddings reject (o(q) ⋠ o(g) by the margin)
 
     @property
     def converged(self) -> bool:
@@ -379,23 +451,37 @@ def train_dominance(
     batch_pairs: int = 4096,
     max_per_star: int = 256,
     seed: int = 0,
+    negatives_per_star: int = 0,
+    negative_margin: float = 0.1,
+    negative_weight: float = 1.0,
 ) -> TrainReport:
     """Algorithm 2: build the substructure pairs of ``stars`` (the data graph's stars), then Adam on
-    the hinge dominance loss until an epoch ends with zero loss or ``epochs`` run out."""
+    the hinge dominance loss until an epoch ends with zero loss or ``epochs`` run out.
+
+    ``negatives_per_star > 0`` adds the non-containment term of :meth:`StarGAT.pair_loss` (extension;
+    the run then lasts ``epochs``, the stop rule looks at the dominance loss only).
+    """
     rng = np.random.default_rng(seed)
     unique, pairs = substructure_pairs(stars, max_per_star=max_per_star, seed=seed)
+    negs = np.zeros((0, 2), dtype=np.int64)
+    if negatives_per_star > 0:
+        unique, negs = negative_pairs(stars, unique, negatives_per_star, seed=seed)
     moments = {n: (np.zeros_like(getattr(model, n)), np.zeros_like(getattr(model, n))) for n in model.PARAMS}
     beta1, beta2, eps, step = 0.9, 0.999, 1e-8, 0
     history: list[float] = []
     epoch_loss = float("inf")
     epochs_run = 0
+    # The stars are encoded once: each step runs the (cheap, vectorised) forward pass over all of them and
+    # takes the loss on one batch of pairs; rebuilding a batch of stars per step was the Python hot spot.
+    full = _Batch.build(unique, encode)
     while epochs_run < epochs:
         epochs_run += 1
         order = rng.permutation(len(pairs))
-        for lo in range(0, len(pairs), batch_pairs):
+        starts = range(0, len(pairs), batch_pairs)
+        neg_batches = np.array_split(negs[rng.permutation(len(negs))], len(starts)) if len(starts) else []
+        for lo, neg in zip(starts, neg_batches, strict=True):
             batch = pairs[order[lo : lo + batch_pairs]]
-            used, local = np.unique(batch, return_inverse=True)
-            _, grads = model.pair_loss([unique[i] for i in used], encode, local.reshape(-1, 2), margin)
+            _, grads = model._pair_loss(full, batch, margin, neg, negative_margin, negative_weight)
             step += 1
             for name, grad in grads.items():
                 m, v = moments[name]
@@ -408,13 +494,17 @@ def train_dominance(
             if model.monotone:
                 np.maximum(model.W_o, 0.0, out=model.W_o)
         # lines 12-16: the epoch loss over all pairs decides termination
-        o = model.embed(unique, encode)
+        o = model._forward(full)[0]
         epoch_loss = (
             float(np.sum(np.maximum(o[pairs[:, 1]] - o[pairs[:, 0]] + margin, 0.0) ** 2)) if len(pairs) else 0.0
         )
         history.append(epoch_loss)
-        if epoch_loss == 0.0:
+        if epoch_loss == 0.0 and not len(negs):
             break
+    satisfied = 0.0
+    if len(negs):
+        o = model._forward(full)[0]
+        satisfied = float(np.mean((o[negs[:, 0]] - o[negs[:, 1]]).max(axis=1) >= negative_margin))
     return TrainReport(
         epochs=epochs_run,
         loss=epoch_loss,
@@ -422,4 +512,6 @@ def train_dominance(
         stars=len(unique),
         pairs=len(pairs),
         history=history,
+        negatives=len(negs),
+        negative_satisfied=satisfied,
     )

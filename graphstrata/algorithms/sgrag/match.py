@@ -9,7 +9,8 @@ candidate subgraph the Neo4j layer fetched with Cypher):
 1. decomposition of the (normalised) query graph into paths of length ``≤ l`` (Algorithm 4);
 2. the path index over the data paths of the lengths the plan needs, with path dominance embeddings
    when a :class:`DominanceEmbedder` is given (Eq. 4) — or a prebuilt :class:`PathIndex`;
-3. label completion of the unknown nodes (Algorithms 5–6);
+3. label completion of the unknown nodes (Algorithms 5–6; wildcard rows pass the dominance filter,
+   completed with their own labels, before the exact check);
 4. per completed path set ``Q'`` and query path ``p_q``: candidates with equal labels, compatible
    hops and ``o(p_q) ⪯ o(p_z)`` from the index, then the exact containment check, giving
    ``p_q.cand_list`` (Algorithm 7, lines 10–36; candidate lists are cached across completions when
@@ -35,10 +36,10 @@ import numpy as np
 import numpy.typing as npt
 
 from graphstrata.algorithms.sgrag.assemble import SubgraphMatch, assemble, fallback_anchors, one_hop_subgraph
-from graphstrata.algorithms.sgrag.completion import candidate_labels, completions, n_completions
+from graphstrata.algorithms.sgrag.completion import PathStats, candidate_labels, completions, n_completions
 from graphstrata.algorithms.sgrag.decompose import Decomposition, QueryPath, decompose, query_hops
 from graphstrata.algorithms.sgrag.dominance import path_contained
-from graphstrata.algorithms.sgrag.gat import LabelEncoder, StarGAT
+from graphstrata.algorithms.sgrag.embedder import DominanceEmbedder
 from graphstrata.algorithms.sgrag.path_index import PathIndex
 from graphstrata.algorithms.sgrag.query_graph import DataGraph, DataPath, QueryGraph, enumerate_paths
 
@@ -46,23 +47,6 @@ __all__ = ["DominanceEmbedder", "MatchResult", "PathStats", "build_path_index", 
 
 NodeId = Hashable
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass
-class DominanceEmbedder:
-    """A trained :class:`StarGAT` plus the label encoder it was trained with (the model ``M``)."""
-
-    model: StarGAT
-    encode: LabelEncoder
-
-    def node_embeddings(self, graph: DataGraph) -> dict[NodeId, FloatArray]:
-        """``o(v)`` for every data node, from its star in ``graph``."""
-        emb = self.model.embed([graph.star(v) for v in graph.nodes], self.encode)
-        return dict(zip(graph.nodes, emb, strict=True))
-
-    def query_path_embedding(self, query: QueryGraph, qpath: QueryPath) -> FloatArray:
-        """``o(p_q)``: concatenated embeddings of the query stars along the path (labels complete)."""
-        return self.model.embed([query.star(q) for q in qpath.nodes], self.encode).reshape(-1)
 
 
 def build_path_index(
@@ -82,17 +66,6 @@ def build_path_index(
 
 
 @dataclass
-class PathStats:
-    """Candidate counts for one query path under one completion (the pruning funnel)."""
-
-    path: QueryPath
-    labels: tuple[str | None, ...]
-    label_group: int  # data paths with these labels (semantic constraint)
-    filtered: int  # … that also pass hops and the dominance filter
-    exact: int  # … that pass the exact containment check (= |cand_list|)
-
-
-@dataclass
 class MatchResult:
     """Output of :func:`match_query`; ``fallback`` is set iff there is no exact match."""
 
@@ -108,6 +81,15 @@ class MatchResult:
     @property
     def used_fallback(self) -> bool:
         return self.fallback is not None
+
+    def funnel(self) -> dict[str, int]:
+        """Rows summed over all index lookups: after labels, after hops, after the dominance filter,
+        after the exact check; ``pruned_by_dominance`` = exact checks the embeddings saved."""
+        keys = ("label_group", "structural", "filtered", "exact")
+        out = {k: sum(getattr(s, k) for s in self.stats) for k in keys}
+        out["pruned_by_dominance"] = out["structural"] - out["filtered"]
+        out["lookups"] = len(self.stats)
+        return out
 
     def answers(self, query_node: NodeId | None = None) -> list[NodeId]:
         """Distinct data nodes bound to ``query_node`` (default: the query's only unknown node)."""
@@ -183,7 +165,10 @@ def _match(
 ) -> None:
     paths: Sequence[QueryPath] = plan.paths
     hops = [query_hops(query, p) for p in paths]
-    U = candidate_labels(query, paths, index, graph, directed=directed)
+    use_embeddings = embedder is not None and index.embedding_dim is not None
+    U = candidate_labels(
+        query, paths, index, graph, directed=directed, embedder=embedder if use_embeddings else None, stats=result.stats
+    )
     result.label_candidates = U
     if any(not labels for labels in U.values()):
         return
@@ -195,13 +180,17 @@ def _match(
         cand_lists = []
         for qpath, qhops in zip(paths, hops, strict=True):
             labels = tuple(query.labels[q] for q in qpath.nodes)
-            rows = index.filter_hops(qpath.length, index.rows(labels), qhops, directed)
+            semantic = index.rows(labels)
+            rows = index.filter_hops(qpath.length, semantic, qhops, directed)
             for pos, q in enumerate(qpath.nodes):
                 if q in U and len(rows):
                     allowed = U[q]
                     rows = rows[[lab in allowed for lab in index.label_at(qpath.length, rows, pos)]]
+            structural = len(rows)
+            if use_embeddings:
+                rows = embedder.filter_rows(query, qpath, index, rows)  # type: ignore[union-attr]
             exact = _exact_candidates(query, qpath, graph, index, rows, directed)
-            result.stats.append(PathStats(qpath, labels, len(rows), len(rows), len(exact)))
+            result.stats.append(PathStats(qpath, labels, len(semantic), structural, len(rows), len(exact), "wildcard"))
             cand_lists.append(exact)
         for m in assemble(paths, cand_lists, max_results=max_matches):
             found.setdefault(m.binding, m)
@@ -209,7 +198,6 @@ def _match(
         return
 
     cache: dict[tuple, tuple[list[DataPath], PathStats]] = {}
-    use_embeddings = embedder is not None and index.embedding_dim is not None
     for completion in completions(query, U):
         result.completions_tried += 1
         completed = query.with_labels(completion)
@@ -218,10 +206,15 @@ def _match(
             key = (k, _neighbourhood_key(completed, qpath))
             if key not in cache:
                 labels = tuple(completed.labels[q] for q in qpath.nodes)
-                q_emb = embedder.query_path_embedding(completed, qpath) if use_embeddings else None  # type: ignore[union-attr]
-                rows = index.candidates(labels, qhops, q_emb, directed=directed)  # type: ignore[arg-type]
+                semantic = index.rows(labels)
+                structural = index.filter_hops(qpath.length, semantic, qhops, directed)
+                if use_embeddings:
+                    q_emb = embedder.query_path_embedding(completed, qpath)  # type: ignore[union-attr]
+                    rows = index.candidates(labels, qhops, q_emb, directed=directed)  # type: ignore[arg-type]
+                else:
+                    rows = structural
                 exact = _exact_candidates(completed, qpath, graph, index, rows, directed)
-                stats = PathStats(qpath, labels, len(index.rows(labels)), len(rows), len(exact))
+                stats = PathStats(qpath, labels, len(semantic), len(structural), len(rows), len(exact))
                 cache[key] = (exact, stats)
                 result.stats.append(stats)
             cand_lists.append(cache[key][0])

@@ -173,6 +173,21 @@ class PathIndex:
             names[code] = label
         return names
 
+    def label_names(self) -> list[str]:
+        """Label of each code (``label_names()[code]``)."""
+        return self._names()
+
+    def row_codes(self, length: int, rows: IntArray) -> npt.NDArray[np.int32]:
+        """Label codes of ``rows`` (one column per path position)."""
+        return self._by_length[length].codes[rows]
+
+    def row_embeddings(self, length: int, rows: IntArray) -> FloatArray:
+        """Path dominance embeddings ``o(p_z)`` of ``rows``; the index must hold embeddings."""
+        emb = self._by_length[length].emb
+        if emb is None:
+            raise ValueError("this index holds no dominance embeddings")
+        return emb.take(rows, axis=0)
+
     def _label_key(self, labels: Sequence[str]) -> tuple[int, ...] | None:
         get = self.label_codes.get
         codes = tuple(get(x, -1) for x in labels)
