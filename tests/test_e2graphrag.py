@@ -457,3 +457,34 @@ def test_gds_graph_filter_agrees_with_cypher(corpus: GraphStrata) -> None:
         assert a.notes["branch"] == b.notes["branch"]
         assert a.notes.get("h_history") == b.notes.get("h_history")
         assert [i.node_id for i in a.items] == [i.node_id for i in b.items]
+
+
+def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Latency: the local branch reads the graph once (entities, pair distances, the entity→chunk
+    index and the chunk texts in one statement); the global branches add the dense query."""
+    from graphstrata.cypher import query
+    from graphstrata.retrieval.e2graphrag import E2GraphRAGRetriever
+
+    statements: list[str] = []
+    read = E2GraphRAGRetriever._read
+
+    def counted(self: E2GraphRAGRetriever, cypher: str, **params: object) -> list[dict]:
+        statements.append(cypher)
+        return read(self, cypher, **params)
+
+    monkeypatch.setattr(E2GraphRAGRetriever, "_read", counted)
+    for q, branch, reads in [
+        ("Was the lantern near the violin?", "local", 1),
+        ("Where did the kayak, the paddle and the canyon go?", "local", 1),  # tightened: still one read
+        ("Tell me about the falcon.", "global+occurrence", 2),
+        ("What is it?", "global", 1),  # no entity: no graph read at all, only the dense one
+    ]:
+        statements.clear()
+        r = corpus.retrieve(q, "e2graphrag")
+        assert r.notes["branch"] == branch
+        assert len(statements) == reads, q
+    # the raw rows are what Database.read returns
+    text = query("e2graphrag.local_index").replace("MAX_HOPS", "4")
+    params = {"names": ["lantern", "violin"], "inline": 100}
+    retriever = E2GraphRAGRetriever(corpus.db, corpus.embedder)
+    assert read(retriever, text, **params) == corpus.db.read(text, **params)

@@ -54,15 +54,26 @@ reachability for one h per call, and pays the procedure and catalogue overhead p
 ``graph_filter="gds"`` keeps the GDS variant selectable (the tests check that both agree).
 
 Latency: the local branch is spaCy on the question plus one Cypher round trip (``local_index``:
-entities, pair distances, the entity→chunk index and, for up to 100 candidate chunks, their
-texts); the global branches add the query embedding and one vector query. On hotpotqa_dev100,
-methods interleaved per question on a quiet machine: p50 13.8 ms (vector 3.9 ms), of which spaCy
-(tok2vec + NER, the cost the paper's Appendix D names) is ~8 ms and the graph query ~2.5 ms.
-``bench/retrieval.py`` (methods run one after the other on a loaded machine) gave p50 18.6 ms /
-p95 41 ms against vector's 90.6 / 655 ms; Recall@2 0.375, Recall@5 0.515, Coverage 0.604
-(vector 0.625 / 0.790 / 0.725): 994 one-passage documents are not the long books E2GraphRAG is
-made for — no summary tree exists (every document is a single chunk), and exact name mapping
-misses entities the passages name differently ("Christopher Nolan" vs "Christopher Edward Nolan").
+entities, pair distances, the entity→chunk index and, for up to 100 candidate chunks, their texts);
+the global branches add the query embedding and one vector query. Two things keep it short: a
+one-sentence question skips the dependency parser (``analyze.query_doc``: the same entities; ~1 ms
+of the pipeline's ~9), and the graph is read in one auto-commit round trip taken as the driver
+decoded it (``_read``; the ``graph`` stage fell from 3.5-6.7 to 2.6-5.2 ms). Against this module
+before those two, in the same interleaved runs: p50 0.85-0.92x. ``bench/results/e2_latency.md``
+(hotpotqa_dev100, the two methods interleaved per question, the embedder cache cleared before each
+call, 2 cores shared with other work, 5 repeats at load average 1-5): e2graphrag p50 11.6-27.3 ms
+against vector's 17.1-107 ms, ratio 0.24-0.86 (the numpy embedding of the question is most of
+vector's time, and suffers most from load). The "3.5x" once measured (13.8 vs 3.9 ms) compared with
+vector whose question embeddings were cached, i.e. with vector's query and packing alone: against
+that (a column of the same runs), e2graphrag is 2.9-3.8x, as spaCy (tok2vec, tagger, NER: ~7.5 ms
+of CPU) costs more than all of it.
+Recall@2 0.375, Recall@5 0.515, Coverage 0.604 (vector 0.625 / 0.790 / 0.725): 994 one-passage
+documents are not the long books E2GraphRAG is made for — no summary tree exists (every document
+is a single chunk), and exact name mapping misses entities the passages name differently
+("Christopher Nolan" vs "Christopher Edward Nolan"). Neither ordering the local items by the
+Entity-Aware ranking (Recall@5 0.515) nor tightening h while more than k = 10 chunks (0.505)
+helps: the loss is in the candidate set (recall over all the chunks returned, without a token
+budget: 0.635 with top_k = 10, 0.73 with the paper's k = 25).
 """
 
 from __future__ import annotations
@@ -72,6 +83,7 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any, Literal
 
+from neo4j import READ_ACCESS, Query
 from pydantic import Field
 
 from graphstrata.augment.summary_tree import join_overlapping
@@ -196,13 +208,26 @@ class E2GraphRAGRetriever(Retriever):
         texts = {c: inline[c] for c in chosen if c in inline}
         if len(texts) < len(chosen):
             with t.stage("texts"):
-                texts = {r["id"]: r for r in self.db.read(query("e2graphrag.chunk_texts"), ids=chosen)}
+                texts = {r["id"]: r for r in self._read(query("e2graphrag.chunk_texts"), ids=chosen)}
         items = format_local(chosen, keys, info, texts, ents)
         sub = Subgraph(
             nodes=list(ents) + chosen,
             relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
         )
         return items, sub, notes
+
+    def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
+        """One read statement in one network round trip, its rows as the driver decoded them.
+
+        Speed is E2GraphRAG's point, so two costs of ``Database.read`` are avoided (measured on the
+        hotpotqa_dev100 graph, see the module docstring): its managed transaction adds BEGIN and
+        COMMIT (a second round trip) to the statement, where an auto-commit read pipelines RUN and
+        PULL; and its ``Record.data()`` walks every nested value again, which on ``local_index``'s
+        nested index cost more than the query itself. Rows here hold only plain values (ids, texts,
+        numbers, lists, maps), so nothing needs converting. What an auto-commit read gives up is the
+        managed transaction's automatic retry on a transient error; a retrieval is cheap to repeat."""
+        with self.db.driver.session(database=self.db.database, default_access_mode=READ_ACCESS) as session:
+            return [dict(zip(r.keys(), r.values(), strict=True)) for r in session.run(Query(cypher), params)]
 
     # --- entities, graph filter, entity→chunk index ----------------------------------------------
     def _index(
@@ -216,8 +241,7 @@ class E2GraphRAGRetriever(Retriever):
         if p.graph_filter == "cypher":
             text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
             with t.stage("graph"):
-                row = self.db.read_one(text, names=names, inline=INLINE_TEXTS)
-            assert row is not None
+                (row,) = self._read(text, names=names, inline=INLINE_TEXTS)
             ents = {e["id"]: e["name"] for e in row["entities"]}
             mapped = {e["normalized"] for e in row["entities"]}
             hops = {(a, b): n for a, b, n in row["pairs"]}
@@ -233,10 +257,10 @@ class E2GraphRAGRetriever(Retriever):
         from graphstrata.gds import GDS
 
         with t.stage("graph"):
-            rows = self.db.read(query("e2graphrag.map_entities"), names=names)
+            rows = self._read(query("e2graphrag.map_entities"), names=names)
             ents = {r["id"]: r["name"] for r in rows}
             mapped = {r["normalized"] for r in rows}
-            chunks = [r["chunk"] for r in self.db.read(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
+            chunks = [r["chunk"] for r in self._read(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
         pairs = [list(x) for x in combinations(ents, 2)]
         cache: dict[int, set[Pair]] = {}
 
@@ -245,7 +269,7 @@ class E2GraphRAGRetriever(Retriever):
                 if not pairs:
                     return set()
                 graph = GDS(self.db).project(GDS_GRAPH, "Entity", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
-                rows = self.db.read(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
+                rows = self._read(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
                 cache[h] = {(r["a"], r["b"]) for r in rows if r["reached"]}
             return cache[h]
 
@@ -266,7 +290,7 @@ class E2GraphRAGRetriever(Retriever):
             v = self.embed_query(question)
         k = p.top_k * (p.candidate_factor if occurrence else 1)
         with t.stage("dense"):
-            rows = self.db.read(query("e2graphrag.collapsed_tree"), k=k, vector=v, eids=eids)
+            rows = self._read(query("e2graphrag.collapsed_tree"), k=k, vector=v, eids=eids)
         n_summaries = rows[0]["summaries"] if rows else 0
         notes["tree"] = (
             f"{n_summaries} Summary nodes"
