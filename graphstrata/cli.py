@@ -46,12 +46,21 @@ def neo4j_start(
     http_port: HttpOpt = None,
     heap: Annotated[str | None, typer.Option(help="JVM heap, e.g. 4g (GDS projections live here).")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for Bolt.")] = 180.0,
+    conf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--conf",
+            help="Extra neo4j.conf setting KEY=VALUE (repeatable), e.g. db.memory.transaction.max=256m; "
+            "also GRAPHSTRATA_NEO4J_CONF as JSON. Launcher-managed settings cannot be overridden.",
+        ),
+    ] = None,
 ) -> None:
     """Fetch (first time), configure and start a local Neo4j + GDS; a no-op if it is running."""
-    from graphstrata.neo4j_local import Instance, LauncherError
+    from graphstrata.neo4j_local import Instance, LauncherError, parse_conf_items
 
     inst = Instance.from_settings(_settings(instance, bolt_port, http_port, heap=heap))
     try:
+        inst.extra_conf.update(parse_conf_items(conf or []))
         started = inst.start(timeout=timeout, log=lambda m: console.print(m, highlight=False))
     except LauncherError as e:
         _fail(str(e))
@@ -251,8 +260,8 @@ def ingest(
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
     from graphstrata.ingest.extract import UserExtractionError
-    from graphstrata.ingest.pipeline import IngestOptions, IngestReport
-    from graphstrata.llm import LLMNotConfigured
+    from graphstrata.ingest.pipeline import IngestOptions, IngestReport, IngestWriteError
+    from graphstrata.llm import CacheWriteError, LLMNotConfigured
     from graphstrata.schema import SchemaError
 
     if not paths and extractions is None:
@@ -276,7 +285,15 @@ def ingest(
                 report.add(gs.ingest_ketrag(paths, options, beta=beta, knn_k=knn_k, progress=progress))
             elif paths:
                 report.add(gs.ingest(paths, options, progress=progress))
-    except (ConnectionError_, SchemaError, LLMNotConfigured, UserExtractionError) as e:
+    # (an IngestWriteError names the documents and says what was committed before it)
+    except (
+        ConnectionError_,
+        SchemaError,
+        LLMNotConfigured,
+        UserExtractionError,
+        CacheWriteError,
+        IngestWriteError,
+    ) as e:
         _fail(str(e))
     print_report(report)
     if report.errors or report.failed_chunks:
@@ -288,11 +305,12 @@ def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or 
     """Delete a document and whatever only it supported (chunks, entities, keyword counts)."""
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
+    from graphstrata.ingest.pipeline import IngestWriteError
 
     try:
         with GraphStrata() as gs:
             found = gs.delete(ref)
-    except ConnectionError_ as e:
+    except (ConnectionError_, IngestWriteError) as e:
         _fail(str(e))
     if not found:
         _fail(f"no document with id, source or title {ref!r}", code=4)

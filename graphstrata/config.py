@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     pagecache: str = Field("1g", validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_PAGECACHE"))
     cache_dir: Path = Field(default_factory=default_cache_dir, validation_alias=AliasChoices("GRAPHSTRATA_CACHE_DIR"))
     data_dir: Path = Field(default_factory=default_data_dir, validation_alias=AliasChoices("GRAPHSTRATA_DATA_DIR"))
+    neo4j_conf: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("GRAPHSTRATA_NEO4J_CONF"),
+        description='Extra neo4j.conf settings of the local server, as JSON: {"db.memory.transaction.max": "256m"}. '
+        "Settings the launcher writes itself (addresses, auth, folders, memory) cannot be overridden.",
+    )
 
     # --- models ------------------------------------------------------------------------------
     embed_model: str = Field(

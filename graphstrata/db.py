@@ -3,20 +3,39 @@ all-or-nothing transactions. Every query is parameterised; query text comes from
 
 from __future__ import annotations
 
+import logging
+import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Query
-from neo4j.exceptions import AuthError, ServiceUnavailable
+from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
 from graphstrata.config import Settings, get_settings
 
 T = TypeVar("T")
+log = logging.getLogger("graphstrata.db")
 DEFAULT_BATCH = 1000
 
 
 class ConnectionError_(RuntimeError):
     """Neo4j cannot be reached or refuses our credentials."""
+
+
+class TransactionTooLarge(RuntimeError):
+    """Neo4j refused a transaction for exceeding its per-transaction memory limit
+    (``db.memory.transaction.max``). Not retried: the same work would exceed it again."""
+
+
+def is_transaction_memory_limit(error: BaseException) -> bool:
+    """The per-transaction cap, as opposed to the shared pool (``dbms.memory.transaction.total.max``),
+    which is genuinely transient: both come as ``MemoryPoolOutOfMemoryError``; the message names the setting."""
+    return (
+        isinstance(error, Neo4jError)
+        and "MemoryPoolOutOfMemoryError" in (error.code or "")
+        and "db.memory.transaction.max" in (error.message or "")
+    )
 
 
 def connection_params(settings: Settings) -> tuple[str, tuple[str, str]]:
@@ -103,10 +122,32 @@ class Database:
             return [r.data() for r in session.run(Query(query), params)]
 
     # --- transactions ---------------------------------------------------------------------
-    def write_tx(self, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run `work` in one write transaction: all of it commits or none (retried on transient errors)."""
-        with self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+    def write_tx(self, work: Callable[[ManagedTransaction], T], max_retry_time: float = 30.0) -> T:
+        """Run `work` in one write transaction: all of it commits or none.
+
+        Retried with backoff on transient errors (deadlocks, a database briefly unavailable) for up to
+        `max_retry_time` seconds, like the driver's ``execute_write`` — except the per-transaction
+        memory limit, which the driver also classes as transient but which the same work would hit
+        again: it raises :class:`TransactionTooLarge` at once, whether `work` or the commit hit it.
+        (Hence our own loop: ``execute_write`` retries an error raised by the commit unconditionally.)
+        """
+        deadline = time.monotonic() + max_retry_time
+        delay = 1.0
+        while True:
+            try:
+                with self.driver.session(database=self.database) as session, session.begin_transaction() as tx:
+                    result = work(tx)  # a Transaction offers all that a ManagedTransaction does
+                    tx.commit()
+                    return result
+            except (Neo4jError, DriverError) as e:
+                if is_transaction_memory_limit(e):
+                    raise TransactionTooLarge(getattr(e, "message", None) or str(e)) from e
+                wait = delay * random.uniform(0.8, 1.2)  # jitter: concurrent writers must not retry in step
+                if not e.is_retryable() or time.monotonic() + wait > deadline:
+                    raise
+                log.warning("transaction failed, retrying in %.1f s: %s", wait, e)
+                time.sleep(wait)
+                delay *= 2
 
     def write_batches(self, query: str, rows: Sequence[dict], batch_size: int = DEFAULT_BATCH, **params: Any) -> int:
         """`UNWIND $rows` writes, one transaction per batch; for bulk data that need not be atomic."""

@@ -76,6 +76,19 @@ class ExtractionFailed(LLMError):
         self.last_reply = last_reply
 
 
+class CacheWriteError(RuntimeError):
+    """The on-disk reply cache cannot be written (read-only or full file system, no permission)."""
+
+    def __init__(self, folder: Path, error: OSError) -> None:
+        reason = error.strerror or str(error)
+        super().__init__(
+            f"cannot write the LLM reply cache in {folder}: {reason}. Free disk space there or point "
+            "GRAPHSTRATA_CACHE_DIR at a writable folder."
+        )
+        self.folder = folder
+        self.errno = error.errno
+
+
 @dataclass
 class StageUsage:
     """Cost of one named stage. ``calls`` counts successful HTTP requests (each one billed)."""
@@ -304,20 +317,49 @@ class LLMClient:
             return None  # missing or unreadable: a miss, the reply is simply fetched again
 
     def _cache_put(self, key: str, value: dict[str, Any]) -> None:
-        """Temp file + ``os.replace``: a crash or a concurrent writer never leaves half a file."""
+        """Temp file + ``os.replace``: a crash or a concurrent writer never leaves half a file.
+
+        A cache that cannot be written (full or read-only disk) raises :class:`CacheWriteError` naming
+        the folder, rather than a bare OSError from deep inside an extraction."""
         if not self.use_cache:
             return
         path = self._cache_path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        except OSError as e:
+            raise CacheWriteError(self.cache_dir, e) from e
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(value, f, ensure_ascii=False)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp)  # a full disk must not keep half a file either
+            if isinstance(e, OSError):
+                raise CacheWriteError(self.cache_dir, e) from e
             raise
+
+    def check_cache(self) -> None:
+        """Raise :class:`CacheWriteError` now if the cache folder cannot be written, before any paid call
+        (an ingest checks this first: a reply that cannot be cached would be paid for and then lost)."""
+        if not self.use_cache:
+            return
+        probe: str | None = None
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=self.cache_dir, prefix=".probe-")
+            try:
+                os.write(fd, b"{}" * 2048)  # a few KiB, so a disk that is already full fails here too
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise CacheWriteError(self.cache_dir, e) from e
+        finally:
+            if probe is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(probe)
 
     # ---- transport -------------------------------------------------------------------------
 

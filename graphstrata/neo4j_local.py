@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphstrata.config import Settings, get_settings
@@ -262,6 +262,17 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
 # ---------------------------------------------------------------------------------------------
 
 
+def parse_conf_items(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["db.memory.transaction.max=64m", …]`` (the CLI's ``--conf``) as a dict; a clear error otherwise."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise LauncherError(f"--conf takes KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 @dataclass
 class Instance:
     name: str
@@ -270,13 +281,24 @@ class Instance:
     http_port: int
     heap: str
     pagecache: str
+    #: Additional neo4j.conf settings (e.g. ``db.memory.transaction.max``). They may add settings but
+    #: never replace one the launcher writes: loopback, auth and the folders stay as documented.
+    extra_conf: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> Instance:
         s = settings or get_settings()
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", s.instance):
             raise LauncherError(f"instance name {s.instance!r} may only hold letters, digits, '.', '_' and '-'")
-        return cls(s.instance, s.data_dir / "neo4j" / s.instance, s.bolt_port, s.http_port, s.heap, s.pagecache)
+        return cls(
+            s.instance,
+            s.data_dir / "neo4j" / s.instance,
+            s.bolt_port,
+            s.http_port,
+            s.heap,
+            s.pagecache,
+            dict(s.neo4j_conf),
+        )
 
     # paths
     @property
@@ -357,6 +379,20 @@ class Instance:
             "server.memory.pagecache.size": self.pagecache,
             "db.transaction.timeout": "0",
         }
+        for key, value in self.extra_conf.items():
+            # A setting name and a one-line value: a newline in either would smuggle in other settings.
+            if not re.fullmatch(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+", key):
+                raise LauncherError(
+                    f"extra Neo4j setting {key!r} is not a setting name (e.g. db.memory.transaction.max)"
+                )
+            if any(ch in value for ch in "\r\n\0"):
+                raise LauncherError(f"the value of extra Neo4j setting {key!r} must be one line")
+            if key in conf:
+                raise LauncherError(
+                    f"{key} is managed by the launcher and cannot be overridden "
+                    "(heap and page cache have their own options)"
+                )
+        conf.update(self.extra_conf)
         text = "# Written by `graphstrata neo4j start`; regenerated on every start.\n"
         text += "".join(f"{k}={v}\n" for k, v in conf.items())
         (self.conf_dir / "neo4j.conf").write_text(text)
@@ -392,11 +428,12 @@ class Instance:
         java, major = find_java()
         dist = ensure_distribution(log=log)
         dist.verify()
-        for d in (self.root, self.data, self.logs, self.root / "run", self.root / "import"):
-            d.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)
-        self.write_conf(dist)
-        self._ensure_password(java, dist)
+        with self._folder_writes():
+            for d in (self.root, self.data, self.logs, self.root / "run", self.root / "import"):
+                d.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.root, 0o700)
+            self.write_conf(dist)
+            self._ensure_password(java, dist)
         cmd = [
             str(java),
             f"-Xms{self.heap}",
@@ -410,7 +447,9 @@ class Instance:
             "--console-mode",
         ]
         log(f"Starting Neo4j {NEO4J_VERSION} (Java {major}) on {self.bolt_uri} …")
-        with self.console_log.open("ab") as out:
+        debug_log = self.logs / "debug.log"
+        log_offset = debug_log.stat().st_size if debug_log.exists() else 0  # only this start's messages count
+        with self._folder_writes(), self.console_log.open("ab") as out:
             proc = subprocess.Popen(
                 cmd,
                 stdout=out,
@@ -420,30 +459,93 @@ class Instance:
                 cwd=self.root,
                 start_new_session=True,
             )
-        self.pid_file.write_text(str(proc.pid))
+        try:
+            with self._folder_writes():
+                self.pid_file.write_text(str(proc.pid))
+        except LauncherError:
+            proc.kill()  # a server we could not record would be one `stop` cannot find
+            proc.wait()
+            raise
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise LauncherError(f"Neo4j exited with code {proc.returncode}.\n{self.log_tail()}")
             if self._bolt_ready():
                 return True
+            failure = self.database_failure(since=log_offset)  # the server is up, its database will not come
+            if failure is not None:
+                self.stop()
+                raise LauncherError(failure)
             time.sleep(0.5)
         self.stop()
         raise LauncherError(f"Neo4j did not answer on {self.bolt_uri} within {timeout:.0f}s.\n{self.log_tail()}")
+
+    @contextlib.contextmanager
+    def _folder_writes(self) -> Iterator[None]:
+        """A read-only or full disk under the instance folder: one clear error instead of a bare OSError."""
+        try:
+            yield
+        except OSError as e:
+            where = e.filename or self.root
+            raise LauncherError(
+                f"cannot write the instance folder {self.root} ({where}: {e.strerror or e}). Free disk space "
+                "there or set GRAPHSTRATA_DATA_DIR to a writable folder."
+            ) from e
 
     def _bolt_ready(self) -> bool:
         if not _port_answers(self.bolt_port):
             return False
         from neo4j import GraphDatabase
-        from neo4j.exceptions import Neo4jError, ServiceUnavailable
+        from neo4j.exceptions import DriverError, Neo4jError
 
         try:
             with GraphDatabase.driver(self.bolt_uri, auth=("neo4j", self.password() or "")) as driver:
                 driver.verify_connectivity()
-                driver.execute_query("RETURN 1", database_="neo4j")
+                # an auto-commit query: no driver retries, so a database still starting is one quick "no"
+                with driver.session(database="neo4j") as session:
+                    session.run("RETURN 1").consume()
             return True
-        except (ServiceUnavailable, Neo4jError, OSError):
+        except (DriverError, Neo4jError, OSError):
             return False
+
+    def database_failure(self, since: int = 0) -> str | None:
+        """Why the server answers but its database ``neo4j`` failed to start (None while it is fine or
+        still starting): Neo4j's status message, and the cause and remedy we recognise in its debug log
+        (read from byte `since`, so an old failure is not blamed)."""
+        if not _port_answers(self.bolt_port):
+            return None
+        from neo4j import GraphDatabase
+        from neo4j.exceptions import DriverError, Neo4jError
+
+        try:
+            with (
+                GraphDatabase.driver(self.bolt_uri, auth=("neo4j", self.password() or "")) as driver,
+                driver.session(database="system") as session,
+            ):
+                row = session.run("SHOW DATABASE neo4j YIELD currentStatus, requestedStatus, statusMessage").single()
+        except (DriverError, Neo4jError, OSError):
+            return None
+        if row is None or row["requestedStatus"] != "online" or row["currentStatus"] != "offline":
+            return None
+        if not row["statusMessage"]:
+            return None  # offline without an error: not started yet
+        text = f"Neo4j is up but its database 'neo4j' failed to start: {row['statusMessage']}"
+        debug = self.logs / "debug.log"
+        tail = ""
+        with contextlib.suppress(OSError), debug.open("rb") as f:
+            size = debug.stat().st_size
+            f.seek(max(since if since <= size else 0, size - 2_000_000))  # (a rotated log starts again at 0)
+            tail = f.read().decode(errors="replace")
+        if "recovery not possible" in tail:
+            text += (
+                "\nIts transaction log ends in an unfinished write, typically left when the disk filled up during "
+                "a commit (that transaction was never confirmed to the client). Free disk space, back up "
+                f"{self.data}, then start once with `--conf internal.dbms.tx_log.fail_on_corrupted_log_files=false` "
+                "(or GRAPHSTRATA_NEO4J_CONF) so that Neo4j truncates the unfinished tail; later starts need no flag."
+            )
+        else:
+            text += f"\nSee {debug}."
+        return text
 
     def stop(self, timeout: float = 60.0) -> bool:
         """Stop the server; False if it was not running."""

@@ -20,7 +20,7 @@ import hashlib
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +28,18 @@ from typing import Literal
 
 import numpy as np
 from neo4j import ManagedTransaction
+from neo4j.exceptions import (
+    ClientError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
 from pydantic import BaseModel, Field
 
 from graphstrata.cypher import query
-from graphstrata.db import Database, tx_write_batches
+from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.embed import Embedder
 from graphstrata.ingest.analyze import Analysis, analyse_texts
 from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
@@ -122,6 +130,102 @@ class IngestReport(BaseModel):
 
 class ConcurrentChange(RuntimeError):
     """A document changed between planning and writing (another ingest); the batch is re-planned."""
+
+
+class IngestWriteError(RuntimeError):
+    """The transaction that writes (or deletes) some documents failed.
+
+    Either Neo4j refused it before committing (:attr:`rolled_back`: the per-transaction memory limit,
+    a constraint, a timeout …) and nothing of ``documents`` was written; or the outcome is unknown
+    until Neo4j is back (the connection was lost, or Neo4j failed inside its commit, as on a full
+    disk) and then each document is whole in the graph or absent, never in part: running the same
+    ingest again completes it. ``report`` holds what this ingest committed before (whole documents).
+    """
+
+    def __init__(self, action: str, documents: list[str], cause: BaseException) -> None:
+        super().__init__(action, documents, cause)
+        self.action = action  # "write", "delete", or "read" (a read before the writes failed)
+        self.documents = documents
+        self.cause = cause
+        self.report: IngestReport | None = None
+        #: ids of documents of the same write group committed before it (a group split into single documents)
+        self.committed: set[str] = set()
+
+    @property
+    def unavailable(self) -> bool:
+        """The connection was lost (the server died or went away) rather than the write refused."""
+        return isinstance(self.cause, ServiceUnavailable | SessionExpired)
+
+    @property
+    def rolled_back(self) -> bool:
+        """Neo4j refused the transaction before its commit, so nothing of it was written. (A DatabaseError
+        may come from inside the commit, after the transaction reached the log: then it is not known.)"""
+        return self.action == "read" or isinstance(self.cause, TransactionTooLarge | ClientError | TransientError)
+
+    def __str__(self) -> str:
+        shown = ", ".join(repr(d) for d in self.documents[:5])
+        names = shown + (f" and {len(self.documents) - 5} more" if len(self.documents) > 5 else "")
+        noun = "document" if len(self.documents) == 1 else "documents"
+        it = "it" if len(self.documents) == 1 else "each"
+        what = {"delete": "could not delete", "read": "failed before writing"}.get(self.action, "could not write")
+        text = f"Neo4j {what} {noun} {names}: {_neo4j_reason(self.cause)}."
+        if self.action == "read":
+            text += f" Nothing of {'it' if len(self.documents) == 1 else 'them'} was written."
+        elif self.rolled_back:
+            text += " The transaction was rolled back: " + (
+                "nothing was changed." if self.action == "delete" else "nothing of it was written."
+            )
+        else:
+            why = "the connection was lost" if self.unavailable else "Neo4j failed inside the commit"
+            state = "deleted or still whole" if self.action == "delete" else "whole in the graph or absent"
+            text += (
+                f" Neo4j did not confirm the transaction ({why}): once Neo4j is back, {it} is {state}, "
+                "never in part; running the same command again completes it."
+            )
+        if self.report is not None and (done := self.report.documents_new + self.report.documents_replaced):
+            text += f" {done} document(s) of this ingest were committed before, whole; a re-run skips them."
+        if isinstance(self.cause, TransactionTooLarge):
+            text += (
+                " The document is too large for one transaction under Neo4j's db.memory.transaction.max: raise "
+                "it (local server: `graphstrata neo4j start --conf db.memory.transaction.max=…`, or "
+                "GRAPHSTRATA_NEO4J_CONF) or split the document."
+            )
+        elif _needs_restart(self.cause):
+            text += (
+                " Neo4j stopped after failing to write its transaction log or store, which usually means the disk "
+                "holding its data is full (its debug.log says); it refuses every transaction until it is "
+                "restarted: free disk space, restart it (`graphstrata neo4j stop` and `start` for the local "
+                "server), then run the same command again."
+            )
+        return text
+
+
+def _neo4j_reason(error: BaseException) -> str:
+    if isinstance(error, Neo4jError):
+        return f"{error.code}: {error.message}" if error.code else str(error.message or error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _needs_restart(error: BaseException) -> bool:
+    """Neo4j's answer to a full disk: appending the commit to the transaction log (TransactionLogError) or
+    applying it to the store (TransactionCommitFailed) fails and the database stops ("panics"), so every
+    later transaction fails to start; the OS error ("No space left on device") is only in Neo4j's log."""
+    code = getattr(error, "code", None) or ""
+    text = str(error).lower()
+    return code.endswith(("TransactionLogError", "TransactionCommitFailed")) or "needs to be restarted" in text
+
+
+@contextmanager
+def _before_writes(docs: Sequence[SourceDocument]) -> Iterator[None]:
+    """A read that plans a batch failed: nothing of the batch was written, say which documents."""
+    try:
+        yield
+    except (Neo4jError, DriverError) as e:
+        raise IngestWriteError("read", [_doc_name(d) for d in docs], e) from e
+
+
+def _doc_name(doc: SourceDocument) -> str:
+    return doc.source if doc.title == doc.source else f"{doc.title} ({doc.source})"
 
 
 def _hid(*parts: object) -> str:
@@ -329,7 +433,8 @@ class Ingestor:
         """
         if self.options.extract_core_only and core_chunk_ids is None:
             raise ValueError("extract_core_only needs core_chunk_ids (the KET-RAG core chunks)")
-        _ = self.extractor  # fail before any work when the LLM is asked for but not configured
+        if self.extractor == "llm" and self.llm is not None:  # (raises when the LLM is asked for but not configured)
+            self.llm.check_cache()  # an unwritable reply cache fails now, before any paid call
         report = IngestReport()
         stages = Stages(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
@@ -343,6 +448,11 @@ class Ingestor:
                     except ConcurrentChange:
                         if attempt == 4:
                             raise
+                    except IngestWriteError as e:
+                        if e.report is not None:
+                            report.add(e.report)
+                        e.report = report  # everything this ingest committed before the failure
+                        raise
         finally:
             stages.close()
         if self.llm is not None:
@@ -364,6 +474,9 @@ class Ingestor:
                     break
                 except ConcurrentChange:
                     continue
+                except (Neo4jError, DriverError, TransactionTooLarge) as e:
+                    name = d["source"] if d["title"] == d["source"] else f"{d['title']} ({d['source']})"
+                    raise IngestWriteError("delete", [name], e) from e
         if found:
             self.db.write(query("meta.touch"))
         return found
@@ -475,7 +588,8 @@ class Ingestor:
         self, docs: Sequence[SourceDocument], st: Stages, core: set[str] | None, force: bool = False
     ) -> IngestReport:
         o, report = self.options, IngestReport()
-        state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
+        with _before_writes(docs):
+            state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
         for d in docs:
             s = state.get(d.id)
@@ -487,9 +601,10 @@ class Ingestor:
                 todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force))
         if not todo:
             return report
-        for p in todo:
-            if p.old_sha is not None:
-                p.removes = self._old_contribution(p.doc.id)
+        with _before_writes(docs):
+            for p in todo:
+                if p.old_sha is not None:
+                    p.removes = self._old_contribution(p.doc.id)
 
         # chunk
         subtexts: list[str] = []
@@ -540,12 +655,11 @@ class Ingestor:
                 for e in x.entities:
                     all_keys.setdefault(normalize_name(e.name), e.name)
         replacing = [p.doc.id for p in todo if p.old_sha is not None]
-        known = {
-            r["id"]
-            for r in self.db.read(
+        with _before_writes(docs):
+            rows = self.db.read(
                 query("ingest.existing_entities"), ids=[entity_id(k) for k in all_keys], replacing=replacing
             )
-        }
+        known = {r["id"] for r in rows}
         new_keys = [k for k in all_keys if entity_id(k) not in known]
         # embed, in one pass: chunks (with their document title), split sub-chunks, sentences, new
         # entity names, semantic units and relations (NodeRAG embeds S and R nodes)
@@ -633,7 +747,17 @@ class Ingestor:
         new_entities: set[str] = set()
         with st.stage("write", len(todo)) as advance:
             for g in groups:
-                written = self.db.write_tx(lambda tx, g=g: self._write_group(tx, g))
+                try:
+                    written = self._commit_group(g)
+                except IngestWriteError as e:
+                    # what this batch committed (whole groups, and the documents of a split group that
+                    # landed before the failure); ingest_documents adds the earlier batches
+                    g = [p for p in g if p.doc.id in e.committed]
+                    written = e.committed
+                    e.report = report
+                    failure: IngestWriteError | None = e
+                else:
+                    failure = None
                 for p in g:
                     if p.doc.id in written:
                         report.documents_new += p.old_sha is None
@@ -652,6 +776,9 @@ class Ingestor:
                         report.rows_written += _row_count(p)
                     else:
                         report.documents_unchanged += 1
+                if failure is not None:
+                    report.keywords, report.entities_new = len(keywords), len(new_entities)
+                    raise failure
                 advance(len(g))
             self.db.write(query("meta.touch"))
         report.keywords, report.entities_new = len(keywords), len(new_entities)
@@ -673,6 +800,29 @@ class Ingestor:
             }
 
     # --- transactions ---------------------------------------------------------------------
+    def _commit_group(self, group: list[PreparedDoc]) -> set[str]:
+        """Write a group of whole documents in one transaction; the ids written.
+
+        A group over Neo4j's per-transaction memory limit is written one document at a time (each
+        still in one transaction), so only a document that alone exceeds it fails; a failure is an
+        :class:`IngestWriteError` naming the documents of the rolled-back transaction.
+        """
+        try:
+            return self.db.write_tx(lambda tx: self._write_group(tx, group))
+        except TransactionTooLarge as e:
+            if len(group) == 1:
+                raise IngestWriteError("write", [_doc_name(group[0].doc)], e) from e
+            written: set[str] = set()
+            for p in group:
+                try:
+                    written |= self._commit_group([p])
+                except IngestWriteError as failure:
+                    failure.committed |= written  # those landed, whole, before this one failed
+                    raise
+            return written
+        except (Neo4jError, DriverError) as e:
+            raise IngestWriteError("write", [_doc_name(p.doc) for p in group], e) from e
+
     @staticmethod
     def _run(tx: ManagedTransaction, name: str, rows: list[dict], **params) -> None:
         if FAULT_HOOK is not None:
@@ -812,6 +962,7 @@ def _row_count(p: PreparedDoc) -> int:
 __all__ = [
     "IngestOptions",
     "IngestReport",
+    "IngestWriteError",
     "Ingestor",
     "LoadError",
     "UserExtractedDocument",

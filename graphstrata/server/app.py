@@ -223,11 +223,16 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
     from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
     from graphstrata.db import ConnectionError_
-    from graphstrata.llm import LLMError
+    from graphstrata.ingest.pipeline import IngestWriteError
+    from graphstrata.llm import CacheWriteError, LLMError
     from graphstrata.schema import SchemaError
 
     if isinstance(exc, ConnectionError_ | ServiceUnavailable | SessionExpired):
         return "neo4j_unavailable", str(exc)
+    if isinstance(exc, IngestWriteError):  # the message names the documents and says what was written
+        return ("neo4j_unavailable" if exc.unavailable else "write_failed"), str(exc)
+    if isinstance(exc, CacheWriteError):
+        return "write_failed", str(exc)
     if isinstance(exc, LLMError):
         return "llm_unavailable", str(exc)
     if isinstance(exc, SchemaError):

@@ -17,6 +17,9 @@ too_many_jobs       429     the ingest queue is full
 llm_unavailable     502     the language model endpoint failed or is not configured for the request
 neo4j_unavailable   503     Neo4j does not answer (or refuses our credentials)
 schema_mismatch     500     the database was built with another embedding model
+write_failed        500     an ingest job could not write: Neo4j refused the transaction (disk full,
+                            memory limit) or the LLM cache folder is not writable; the message names
+                            the documents or folder (a refused document is never half-written)
 internal            500     anything else (details in the server log, never in the response)
 ==================  ======  =======================================================================
 """
@@ -80,6 +83,7 @@ def install(app: FastAPI) -> None:
     from neo4j.exceptions import ServiceUnavailable, SessionExpired
 
     from graphstrata.db import ConnectionError_
+    from graphstrata.ingest.pipeline import IngestWriteError
     from graphstrata.llm import LLMError
     from graphstrata.retrieval.base import RetrievalError
     from graphstrata.schema import SchemaError
@@ -114,6 +118,13 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(SchemaError)
     async def _schema(request: Request, exc: SchemaError) -> JSONResponse:
         return error_response(500, "schema_mismatch", str(exc))
+
+    @app.exception_handler(IngestWriteError)
+    async def _write(request: Request, exc: IngestWriteError) -> JSONResponse:
+        log.warning("write failed: %s", exc)
+        if exc.unavailable:
+            return error_response(503, "neo4j_unavailable", str(exc))
+        return error_response(500, "write_failed", str(exc))
 
     @app.exception_handler(LLMError)
     async def _llm(request: Request, exc: LLMError) -> JSONResponse:
