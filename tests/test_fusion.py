@@ -298,6 +298,14 @@ def test_auto_retriever_records_route_and_reason(monkeypatch: pytest.MonkeyPatch
     assert "classify" in r.timings_ms and any(k.startswith("noderag.") for k in r.timings_ms)
 
 
+class _Ranked(_Fixed):
+    """Items in one order, passages ranked in another (as NodeRAG ranks them by PPR mass)."""
+
+    def _retrieve(self, question: str, p: RetrieverParams, t) -> tuple[list[ContextItem], Subgraph, dict]:
+        items, sub, _ = super()._retrieve(question, p, t)
+        return items, sub, {"chunk_ranking": ["c1", "c2"]}
+
+
 class _SGExact(_Fixed2):
     def _retrieve(self, question: str, p: RetrieverParams, t) -> tuple[list[ContextItem], Subgraph, dict]:
         items, sub, _ = super()._retrieve(question, p, t)
@@ -316,7 +324,7 @@ def test_auto_keeps_sgrag_only_for_exact_matches(monkeypatch: pytest.MonkeyPatch
 
     resolve_methods(None)
     monkeypatch.setitem(METHODS, "sgrag", sgrag)
-    monkeypatch.setitem(METHODS, "noderag", _Fixed)
+    monkeypatch.setitem(METHODS, "noderag", _Ranked)
     r = AutoRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
         "Which actor starred in Heat and was born in New York?", budget=100
     )
@@ -324,6 +332,7 @@ def test_auto_keeps_sgrag_only_for_exact_matches(monkeypatch: pytest.MonkeyPatch
     expected = {"sgrag": ["c1", "e1"], "noderag": ["c2", "c1"]}[route_to]
     assert [i.node_id for i in r.items] == expected
     assert ("rerouted_from_sgrag" in r.notes) == (route_to == "noderag")
+    assert r.chunk_ids() == {"sgrag": ["c1"], "noderag": ["c1", "c2"]}[route_to]  # the routed method's ranking
     assert any(k.startswith("sgrag.") for k in r.timings_ms)  # sgrag ran either way
 
 

@@ -471,6 +471,8 @@ class AutoRetriever(Retriever):
             notes["rerouted_from_sgrag"] = rerouted
         if result.notes:
             notes["routed_notes"] = result.notes
+        if result.chunk_ranking is not None:  # the routed method's own passage ranking (NodeRAG's PPR mass)
+            notes["chunk_ranking"] = result.chunk_ranking
         return result.items, result.subgraph, notes
 
     def _run(self, question: str, chosen: Route, p: AutoParams, t: Timer) -> RetrievalResult:
