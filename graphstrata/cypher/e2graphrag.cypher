@@ -158,10 +158,11 @@ RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.o
 CALL () { MATCH (s:Summary) RETURN count(s) AS summaries }
 CALL () {
   CALL db.index.vector.queryNodes('chunk_embedding', $k, $vector) YIELD node, score
+  WHERE node.id IS NOT NULL
   RETURN node, score, 'Chunk' AS label
   UNION ALL
   CALL db.index.vector.queryNodes('summary_embedding', $k, $vector) YIELD node, score
-  WHERE EXISTS { MATCH (d:Document {id: node.doc_id}) WHERE d.sha256 = node.doc_sha }
+  WHERE node.id IS NOT NULL AND EXISTS { MATCH (d:Document {id: node.doc_id}) WHERE d.sha256 = node.doc_sha }
   RETURN node, score, 'Summary' AS label
 }
 WITH summaries, node, score, label ORDER BY score DESC LIMIT $k

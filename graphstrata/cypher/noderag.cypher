@@ -28,11 +28,13 @@ CALL () {
   UNION
   WITH $terms AS terms WHERE terms <> ''
   CALL db.index.fulltext.queryNodes('overview_title_fulltext', terms, {limit: $k}) YIELD node, score
+  WHERE node.id IS NOT NULL
   RETURN node, 'exact' AS via, score
   UNION
   CALL () {
     UNWIND $indexes AS index
     CALL db.index.vector.queryNodes(index, $candidates, $vector) YIELD node, score
+    WHERE node.id IS NOT NULL
     RETURN node, score ORDER BY score DESC LIMIT $k
   }
   RETURN node, 'similarity' AS via, score

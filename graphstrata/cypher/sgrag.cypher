@@ -10,6 +10,7 @@ RETURN key, e.id AS id, e.name AS name, e.normalized AS normalized;
 // name: similar_entities
 // Entity normalisation, vector step (the paper's FAISS lookup): nearest entities by name embedding.
 CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node, score
+WHERE node.id IS NOT NULL
 RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score
 ORDER BY score DESC;
 
