@@ -110,9 +110,13 @@ class FakeOpenAI:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
+    def handler_base(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler class (a subclass of the fake may serve more of the API)."""
+        return _Handler
+
     def start(self) -> FakeOpenAI:
         get_nlp()  # load spaCy now (seconds), not inside the first request, where clients time out
-        handler = type("Handler", (_Handler,), {"fake": self})
+        handler = type("Handler", (self.handler_base(),), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._release.clear()

@@ -9,10 +9,9 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +115,8 @@ class StreamingFake(FakeOpenAI):
         self.streams_started = self.streams_completed = self.streams_aborted = 0
         super().__init__(**kw)
 
-    def start(self) -> StreamingFake:
-        from graphstrata.ingest.extract import get_nlp
-
-        get_nlp()
-        handler = type("Handler", (_StreamingHandler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._release.clear()
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
-        )
-        self._thread.start()
-        return self
+    def handler_base(self) -> type[BaseHTTPRequestHandler]:
+        return _StreamingHandler
 
 
 # ------------------------------------------------------------------------------------------------
