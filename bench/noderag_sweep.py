@@ -14,13 +14,14 @@ import argparse
 import json
 
 from common import DATA, machine, open_graph, write
-from retrieval import COVERAGE_BUDGET, ensure_corpus, evaluate
+from retrieval import COVERAGE_BUDGET, ensure_corpus, measure, summarize
 
 
 def row(gs, method: str, questions: list[dict], **params) -> dict:
-    out = {"method": method, "params": params, "all": evaluate(gs, method, questions, **params)}
-    for half, qs in (("A", questions[:50]), ("B", questions[50:])):
-        r = evaluate(gs, method, qs, **params)
+    per_question = measure(gs, method, questions, **params)  # the halves are scored from the same run
+    out = {"method": method, "params": params, "all": summarize(per_question)}
+    for half, rows in (("A", per_question[:50]), ("B", per_question[50:])):
+        r = summarize(rows)
         out[half] = {k: r[k] for k in ("recall@2", "recall@5", "coverage")}
     return out
 
