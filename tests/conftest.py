@@ -80,8 +80,8 @@ def neo4j_settings(request: pytest.FixtureRequest, neo4j_mode: str, tmp_path_fac
             "instance": TEST_INSTANCE,
             "bolt_port": TEST_BOLT,
             "http_port": TEST_HTTP,
-            "heap": "2g",
-            "pagecache": "512m",
+            "heap": os.environ.get("GRAPHSTRATA_TEST_HEAP", "2g"),
+            "pagecache": os.environ.get("GRAPHSTRATA_TEST_PAGECACHE", "512m"),
             "neo4j_password": None,
         }
     )
