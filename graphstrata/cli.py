@@ -128,6 +128,26 @@ def init() -> None:
     console.print(f"schema applied ({n} statements, {embedder.name}, {embedder.dim} dims)")
 
 
+@app.command("reset")
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: delete every node of the database.")] = False,
+) -> None:
+    """Delete the whole graph (every node and relationship; schema objects stay) to rebuild it."""
+    from graphstrata.cypher import query
+    from graphstrata.db import ConnectionError_, Database
+    from graphstrata.gds import GDS
+
+    if not yes:
+        _fail("reset deletes every node of the database; run `graphstrata reset --yes` to confirm", code=2)
+    try:
+        with Database.from_settings(get_settings()) as db:
+            db.auto(query("meta.wipe"))
+            GDS(db).drop_all()
+    except ConnectionError_ as e:
+        _fail(str(e))
+    console.print("graph deleted; rebuild it with `graphstrata ingest` and `graphstrata augment`")
+
+
 @app.command("stats")
 def stats() -> None:
     """Nodes per label and relationships per type."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from graphstrata.cypher import load, query
 from graphstrata.db import Database
 
-SCHEMA_VERSION = 1
+# 2: E2GraphRAG's spaCy terms (named entities and common nouns) moved from Entity to their own
+#    Term layer (HAS_TERM, CO_OCCURS between terms); Entity holds the knowledge graph only.
+SCHEMA_VERSION = 2
 
 
 class SchemaError(RuntimeError):
@@ -22,6 +24,13 @@ def check_compatible(db: Database, embed_model: str, dim: int) -> None:
             f"({dim}): {names}. Use the model the graph was built with, or another database/instance."
         )
     meta = db.read_one(query("meta.get_meta"))
+    if meta and (meta["schema_version"] or 1) < SCHEMA_VERSION and db.read_one(query("meta.old_entity_layer"))["old"]:
+        raise SchemaError(
+            f"This graph was built by an older graphstrata (schema {meta['schema_version'] or 1}, now "
+            f"{SCHEMA_VERSION}): its Entity nodes still hold E2GraphRAG's spaCy nouns, which now live in their own "
+            "Term layer. Rebuild it from your documents: `graphstrata reset --yes`, then `graphstrata ingest ...` "
+            "and `graphstrata augment` (or use another database/instance)."
+        )
     if meta and meta["embed_model"] and (meta["embed_model"], meta["embed_dim"]) != (embed_model, dim):
         raise SchemaError(
             f"This graph was embedded with {meta['embed_model']!r} ({meta['embed_dim']} dims); the configured "
@@ -36,5 +45,6 @@ def apply_schema(db: Database, embed_model: str, dim: int, wait_seconds: int = 3
     for stmt in statements.values():
         db.write(stmt, dim=dim)
     db.write(query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION)
+    db.write(query("meta.set_schema_version"), schema_version=SCHEMA_VERSION)
     db.write(query("meta.await_indexes"), seconds=wait_seconds)
     return len(statements)

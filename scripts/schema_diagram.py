@@ -35,13 +35,13 @@ from graphstrata.db import Database  # noqa: E402
 LAYERS = [
     ("Text (every method)", ["Document", "Chunk"]),
     ("KET-RAG", ["SubChunk", "Keyword"]),
-    ("E2GraphRAG summary tree", ["Summary"]),
+    ("E2GraphRAG summary tree and terms", ["Summary", "Term"]),
     ("Knowledge graph", ["Entity", "Relation"]),
     ("NodeRAG", ["SemanticUnit", "Attribute"]),
     ("Communities (NodeRAG)", ["Community", "HighLevel", "Overview"]),
     ("Meta", ["GraphStrata"]),
 ]
-DARK_TEXT = {"SubChunk", "Relation", "SemanticUnit"}
+DARK_TEXT = {"SubChunk", "Relation", "SemanticUnit", "Term"}
 MAX_PATTERNS = 4  # a type linking more (start, end) label pairs is listed in a note, not drawn
 
 NODE_COUNTS = "MATCH (n) UNWIND labels(n) AS label RETURN label, count(*) AS n ORDER BY label"

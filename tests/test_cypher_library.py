@@ -38,6 +38,7 @@ LABELS = {
     "Chunk",
     "SubChunk",
     "Entity",
+    "Term",
     "Relation",
     "SemanticUnit",
     "Attribute",
@@ -53,7 +54,9 @@ REL_TYPES = {
     "NEXT",
     "HAS_PART",
     "MENTIONS",
+    "HAS_TERM",
     "CO_OCCURS",
+    "SYNONYM",
     "RELATED",
     "SUBJECT_OF",
     "OBJECT",
@@ -128,7 +131,7 @@ def test_parameters_are_typed() -> None:
         q.bind({"nope": 1})
     with pytest.raises(lib.LibraryError, match="needs --param"):
         q.bind({"source": "a"})
-    assert q.bind({"source": "a", "target": "b"})["types"] == ["RELATED", "CO_OCCURS"]
+    assert q.bind({"source": "a", "target": "b"})["types"] == ["RELATED", "SYNONYM", "MENTIONS"]
     # ad-hoc queries: JSON where it parses, else text
     assert lib.parse_params(["a=1", "b=x y", "c=[1,2]", 'd={"k": true}']) == {
         "a": 1,
@@ -172,7 +175,8 @@ def check_entity_neighbourhood(db: Database, gs: GraphStrata) -> None:
     rows = run_q(db, "entity_neighbourhood", entity="leland", per_type=5)
     layers = {r["layer"] for r in rows}
     assert {"knowledge graph", "noderag", "similarity", "community"} <= layers
-    assert any(r["relationship"] == "CO_OCCURS" and r["caption"] == "North Carolina" for r in rows)
+    assert any(r["relationship"] == "RELATED" for r in rows)
+    assert not any(r["relationship"] == "CO_OCCURS" for r in rows)  # E2GraphRAG's term layer, not the KG
     per_type: dict[str, int] = {}
     for r in rows:
         per_type[r["relationship"]] = per_type.get(r["relationship"], 0) + 1
@@ -188,8 +192,8 @@ def check_entity_relations(db: Database, gs: GraphStrata) -> None:
 def check_shortest_paths(db: Database, gs: GraphStrata) -> None:
     rows = run_q(db, "shortest_paths", source="Stephen King", target="leland", limit=100)
     assert rows
-    # reference: BFS over the same undirected RELATED/CO_OCCURS graph with networkx
-    edges = db.read("MATCH (a:Entity)-[r:RELATED|CO_OCCURS]->(b:Entity) RETURN a.id AS a, b.id AS b")
+    # reference: BFS over the same undirected RELATED/SYNONYM/MENTIONS graph with networkx
+    edges = db.read("MATCH (a)-[r:RELATED|SYNONYM|MENTIONS]->(b) RETURN a.id AS a, b.id AS b")
     g = nx.Graph()
     g.add_edges_from((e["a"], e["b"]) for e in edges)
     ids = {
@@ -208,6 +212,16 @@ def check_shortest_paths(db: Database, gs: GraphStrata) -> None:
     # restricted to RELATED only: every edge of every path is RELATED (or there is none)
     for r in run_q(db, "shortest_paths", source="Stephen King", target="leland", types=["RELATED"]):
         assert all(t.startswith("RELATED") for t in r["relationships"])
+
+
+def check_term_cooccurrence(db: Database, gs: GraphStrata) -> None:
+    rows = run_q(db, "term_cooccurrence", term="leland", limit=50)
+    assert rows and all(r["term"] == "Leland" for r in rows)
+    expected = one(
+        db, "MATCH (:Term {normalized: 'leland'})-[x:CO_OCCURS]-(o:Term) RETURN count(o) AS n, max(x.weight) AS w"
+    )
+    assert len(rows) == min(50, expected["n"]) and rows[0]["sentences"] == expected["w"]
+    assert [r["sentences"] for r in rows] == sorted((r["sentences"] for r in rows), reverse=True)
 
 
 def check_chunks_linking(db: Database, gs: GraphStrata) -> None:

@@ -75,8 +75,9 @@ CHUNK_EDGES = [*K4_A, ("x", "a1"), ("x", "a2"), *K5_B, ("z", "a1")]
 # Similarity: S = K4 s1..s4 (0.61, 0.58, 0.56, 0.50) by SIMILAR edges s_i -> s_j (i < j), plus
 # s1 -> w (outside V_work).
 #   k=3: drop s4 (0.5625 -> 0.58333); s3/s2 cannot go -> {s1, s2, s3}, 0.58333.  k=4: {s1..s4}, 0.5625.
-#   With k_neighbor = 1 each entity keeps its single best edge: s1->w (outside), s2->s3, s3->s4:
-#   no triangle, no similarity community.
+#   With k_neighbor = 1 each entity keeps its single best neighbour, the edges read in both directions
+#   (the layer stores a pair once): s1-w (outside), s2-s1, s3-s2, s4-s3 (ties by id): three edges
+#   inside V_work, no triangle, no similarity community.
 ENTITIES = {
     "p1": 0.80,
     "p2": 0.77,
@@ -271,7 +272,7 @@ def test_no_llm_context_ranks_communities_by_qrscore(hand_graph: Database, neo4j
 def test_parameters_layers_k_and_k_neighbor(hand_graph: Database, neo4j_settings: Settings) -> None:
     darag = retriever(hand_graph, neo4j_settings)
     r = darag.retrieve("q", use_llm=False, k_neighbor=1)
-    assert communities(r.notes, "similarity") == {} and r.notes["working"]["similarity_edges"] == 2
+    assert communities(r.notes, "similarity") == {} and r.notes["working"]["similarity_edges"] == 3
     r = darag.retrieve("q", use_llm=False, layers=["kg"], k_max=3)
     assert {c["layer"] for c in r.notes["communities"]} == {"chunk", "kg"}
     assert {c["k"] for c in r.notes["communities"]} == {3}

@@ -50,7 +50,7 @@ def entity(db: Database, name: str) -> dict | None:
 
 def cooc(db: Database, a: str, b: str) -> int | None:
     row = db.read_one(
-        "MATCH (x:Entity {normalized: $a})-[r:CO_OCCURS]-(y:Entity {normalized: $b}) RETURN r.weight AS w", a=a, b=b
+        "MATCH (x:Term {normalized: $a})-[r:CO_OCCURS]-(y:Term {normalized: $b}) RETURN r.weight AS w", a=a, b=b
     )
     return row["w"] if row else None
 
@@ -155,6 +155,39 @@ def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
         v=gs.embedder.embed(["Where was Marie Curie born?"])[0].tolist(),
     )
     assert hit == {"t": "curie"}
+
+
+NOUNS = (
+    "The astronomer Vera Rubin studied galaxy rotation at the observatory in Arizona. "
+    "Her telescope data about the galaxy showed dark matter."
+)
+
+
+def test_common_nouns_stay_out_of_the_knowledge_graph(gs: GraphStrata) -> None:
+    """The KG layer holds the extractor's entities only; E2GraphRAG's term layer keeps its nouns."""
+    gs.ingest_texts([("rubin", NOUNS)], OPTS)
+    db = gs.db
+    kg = {r["n"] for r in db.read("MATCH (e:Entity) RETURN e.normalized AS n")}
+    terms = {r["n"]: r["t"] for r in db.read("MATCH (t:Term) RETURN t.normalized AS n, t.type AS t")}
+    nouns = {"astronomer", "galaxy", "rotation", "observatory", "telescope", "datum", "matter"}
+    # an independent reading of the text: spaCy's own NOUN tags (lemmas), not our analysis
+    from graphstrata.ingest.extract import get_nlp
+
+    tagged = {t.lemma_.lower() for t in get_nlp()(NOUNS) if t.pos_ == "NOUN"}
+    assert nouns & tagged, "spaCy no longer tags the test's nouns: pick others"
+    assert not kg & tagged, f"common nouns in the KG layer: {kg & tagged}"
+    assert {"vera rubin", "arizona"} <= kg
+    assert tagged <= set(terms), "E2GraphRAG lost nouns"
+    assert {terms[n] for n in tagged} == {"NOUN"}
+    assert db.read_one("MATCH (:Entity)-[r:CO_OCCURS]-() RETURN count(r) AS n") == {"n": 0}
+    assert cooc(db, "galaxy", "rotation") == 1 and cooc(db, "vera rubin", "galaxy") == 1
+    assert db.read_one("MATCH (t:Term) RETURN count(t.embedding) AS n") == {"n": 0}  # matched by name
+    # E2GraphRAG's index mapping finds the chunk holding two nouns
+    res = gs.retrieve("What did the telescope show about the galaxy?", "e2graphrag")
+    assert res.notes["branch"] == "local" and res.items and "dark matter" in res.items[0].text
+    # deleting the document takes its terms with it
+    gs.delete("rubin")
+    assert db.read_one("MATCH (t:Term) RETURN count(t) AS n") == {"n": 0}
 
 
 def test_next_links_keep_document_order(gs: GraphStrata) -> None:

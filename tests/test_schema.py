@@ -60,3 +60,19 @@ def test_other_model_of_same_size_is_refused(empty_db: Database) -> None:
     apply_schema(empty_db, MODEL, DIM)
     with pytest.raises(SchemaError, match="was embedded with"):
         apply_schema(empty_db, "some-other-384-model", DIM)
+
+
+def test_a_schema_1_graph_is_refused_with_the_way_to_rebuild_it(empty_db: Database) -> None:
+    """Schema 1 kept spaCy nouns among the entities (CO_OCCURS between Entity nodes)."""
+    empty_db.write(
+        "CREATE (:GraphStrata {id: 'meta', embed_model: $m, embed_dim: $d, schema_version: 1}) "
+        "CREATE (:Entity {id: 'a', normalized: 'film'})-[:CO_OCCURS {weight: 1}]->(:Entity {id: 'b', normalized: 'x'})",
+        m=MODEL,
+        d=DIM,
+    )
+    with pytest.raises(SchemaError, match=r"graphstrata reset --yes"):
+        apply_schema(empty_db, MODEL, DIM)
+    # a schema-1 graph without that layout (e.g. empty of entities) is simply upgraded
+    empty_db.write("MATCH (e:Entity) DETACH DELETE e")
+    apply_schema(empty_db, MODEL, DIM)
+    assert empty_db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.schema_version AS v") == {"v": 2}

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from graphstrata.config import Settings
@@ -125,8 +126,8 @@ def test_two_constraints_exact_answers_only(sgrag) -> None:
     assert answers(res) == {"alice", "dave"}  # bob (Paris only), carol (Acme only) excluded
     assert res.items[0].label == "Entity" and res.items[1].label == "Entity"  # answers first
     rel_texts = [it.text for it in res.items if it.label == "Relation"]
-    assert "Alice Martin works for Acme Corporation — alice works for acme" in rel_texts
-    assert "Dave Brown born in Paris — dave born in paris" in rel_texts
+    assert "(Alice Martin; works for; Acme Corporation): alice works for acme" in rel_texts
+    assert "(Dave Brown; born in; Paris): dave born in paris" in rel_texts
     assert not any("Bob" in t or "Carol" in t for t in rel_texts)
     # provenance: answer chunks and the nodalized relation's chunk
     assert {"chunk-alice", "chunk-dave"} <= set(res.chunk_ids())
@@ -174,12 +175,12 @@ def test_fallback_when_no_match(sgrag) -> None:
     assert res.notes["matches"] == 0 and res.notes["answers"] == []
     ents = [it.node_id for it in res.items if it.label == "Entity"]
     assert set(ents) == {"berlin", "globex"}
-    rel_texts = {it.text.split(" — ")[0] for it in res.items if it.label == "Relation"}
+    rel_texts = {it.text.split(": ")[0] for it in res.items if it.label == "Relation"}
     # the 1-hop subgraph around the anchors: every edge incident to Berlin or Globex
     assert rel_texts == {
-        "Carol White born in Berlin",
-        "Bob Stone works for Globex",
-        "Globex located in Berlin",
+        "(Carol White; born in; Berlin)",
+        "(Bob Stone; works for; Globex)",
+        "(Globex; located in; Berlin)",
     }
 
 
@@ -198,6 +199,38 @@ def test_vector_normalisation(sgrag) -> None:
     res = sgrag.retrieve("q", query_graph=qg(("Paris", ""), ("Acme Corp", "")), min_similarity=0.5)
     assert any(v == "Acme Corporation" for v in res.notes["normalised"].values())
     assert answers(res) == {"alice", "dave"}
+
+
+def test_min_similarity_is_a_cosine(sgrag, kg: Database) -> None:
+    """The vector index scores (1 + cos) / 2; min_similarity is compared as a cosine (a label whose
+    nearest entity has cosine 0.25-0.55 was admitted at 0.6 when the score was compared)."""
+    emb = get_embedder()
+    names = [n for n, _ in ENTITIES.values()]
+    ent = emb.embed(names)
+    ent = ent / np.linalg.norm(ent, axis=1, keepdims=True)
+    chosen = None
+    for label in ("Parisian fashion", "Berliner", "a large corporation", "Londoner", "MIT graduate", "Bobby"):
+        v = emb.embed([label])[0]
+        cos = ent @ (v / np.linalg.norm(v))  # brute force over every entity name
+        if 0.25 < cos.max() < 0.55:
+            chosen = (label, names[int(cos.argmax())], float(cos.max()))
+            break
+    assert chosen, "no test label in the cosine band: pick others"
+    label, nearest, best = chosen
+    res = sgrag.retrieve("q", query_graph=qg((label, "")))
+    assert nearest not in res.notes["normalised"].values()  # default 0.6 > its cosine
+    res = sgrag.retrieve("q", query_graph=qg((label, "")), min_similarity=best - 0.02)
+    assert nearest in res.notes["normalised"].values()
+
+
+def test_truncated_candidate_subgraph_is_ordered_and_reported(sgrag) -> None:
+    graph = qg(("Paris", ""), ("Acme Corporation", ""))
+    full = sgrag.retrieve("q", query_graph=graph)
+    assert "truncated" not in full.notes and full.notes["candidate_nodes"] == 11
+    cut = sgrag.retrieve("q", query_graph=graph, max_nodes=10)
+    assert "truncated" in cut.notes and cut.notes["candidate_nodes"] == 10
+    # the neighbours linked to both anchors (the answers) are kept first
+    assert answers(cut) == {"alice", "dave"}
 
 
 def test_bad_query_graph_rejected(sgrag) -> None:

@@ -32,11 +32,11 @@ MATCH p = (:Document)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity)
 WHERE e.normalized = toLower(name)
 RETURN p;
 
-// 5. How two entities are connected: shortest paths over relations and co-occurrence,
-//    with the chunks that mention the entities on the way
+// 5. How two entities are connected: shortest paths over relations, synonyms and the passages
+//    that mention them, with the chunks that mention the entities on the way
 WITH 'stephen king' AS a, 'leland' AS b
 MATCH (x:Entity {normalized: a}), (y:Entity {normalized: b})
-MATCH p = allShortestPaths((x)-[:RELATED|CO_OCCURS*..6]-(y))
+MATCH p = allShortestPaths((x)-[:RELATED|SYNONYM|MENTIONS*..6]-(y))
 WITH p LIMIT 5
 UNWIND nodes(p) AS n
 OPTIONAL MATCH evidence = (:Chunk)-[:MENTIONS]->(n)

@@ -164,3 +164,23 @@ RETURN EXISTS { MATCH (n:$($label)) } AS present;
 // name: chunk_core_flags
 MATCH (c:Chunk)
 RETURN c.id AS id, coalesce(c.is_core, false) AS core, c.text AS text;
+
+// name: entities_for_resolution
+// Every knowledge-graph entity with what entity resolution compares: names, type, name embedding.
+MATCH (e:Entity)
+RETURN e.id AS id, e.name AS name, e.normalized AS normalized, e.type AS type, e.embedding AS embedding
+ORDER BY e.id;
+
+// name: delete_synonyms
+CALL (*) {
+  MATCH (:Entity)-[r:SYNONYM]->(:Entity)
+  DELETE r
+} IN TRANSACTIONS OF 10000 ROWS;
+
+// name: write_synonyms
+// Entity resolution: one SYNONYM link per pair (stored from the smaller id), its best score and the
+// rules that found it (qualifier, acronym, embedding).
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
+MERGE (a)-[s:SYNONYM]->(b)
+SET s.score = r.score, s.rules = r.rules;

@@ -25,7 +25,9 @@ ORDER BY score DESC;
 //            start node; parallel predicates are separate rows);
 //   similar  the similarity layer L_S: the entity's $k_neighbor most similar entities by its
 //            SIMILAR {kind: 'semantic'} edges (its KNN list, §4.1), wherever they are — the caller
-//            keeps those inside V_work (cheaper than a list scan per neighbour here).
+//            keeps those inside V_work (cheaper than a list scan per neighbour here). The layer
+//            stores each pair once (from the smaller id), so an entity's list is read in both
+//            directions: reading only outgoing edges lost the neighbours stored from the other end.
 MATCH (c:Chunk)-[:MENTIONS]->(e:Entity)
 WHERE c.id IN $chunks
 WITH e, collect(c.id) AS chunks
@@ -40,7 +42,7 @@ RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
          RETURN {b: f.id, predicate: x.predicate, description: x.description, weight: x.weight} AS rel
        } AS related,
        COLLECT {
-         MATCH (e)-[s:SIMILAR {kind: 'semantic'}]->(f:Entity)
+         MATCH (e)-[s:SIMILAR {kind: 'semantic'}]-(f:Entity)
          WITH f, s ORDER BY s.score DESC, f.id LIMIT $k_neighbor
          RETURN {b: f.id, score: s.score} AS sim
        } AS similar;

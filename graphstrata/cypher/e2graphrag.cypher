@@ -82,19 +82,19 @@ SET x.ordinal = i;
 //             shortest CO_OCCURS path (bidirectional BFS) if at most MAX_HOPS, else null.
 //             MAX_HOPS is substituted by the retriever with the validated integer h (a
 //             variable-length bound cannot be a parameter);
-//   chunks    the entity→chunk index (MENTIONS) read once: every chunk that mentions at least two
+//   chunks    the term→chunk index (HAS_TERM) read once: every chunk that mentions at least two
 //             of the entities, with [entity id, count] per mapped entity it mentions. Index
 //             mapping (Eq. 2) for any set of pairs, and the rankings, are computed from it;
 //   texts     when there are at most $inline such chunks, their text, title and the document's
 //             chunk overlap (else [], and the retriever reads the chosen ones with chunk_texts).
 UNWIND range(0, size($names) - 1) AS i
-MATCH (e:Entity {normalized: $names[i]})
+MATCH (e:Term {normalized: $names[i]})
 WITH i, e ORDER BY i
 WITH collect(e) AS es
 WITH es,
      COLLECT {
        UNWIND es AS e
-       MATCH (e)<-[m:MENTIONS]-(c:Chunk)
+       MATCH (e)<-[m:HAS_TERM]-(c:Chunk)
        WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
        RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ}
      } AS chunks
@@ -118,26 +118,26 @@ RETURN [e IN es | {id: e.id, name: e.name, normalized: e.normalized}] AS entitie
 // Query entities (normalised names, as at ingest) → graph entities; unmapped names drop out.
 // (The `graph_filter="gds"` path; `local_index` does this in its first lines.)
 UNWIND range(0, size($names) - 1) AS i
-MATCH (e:Entity {normalized: $names[i]})
+MATCH (e:Term {normalized: $names[i]})
 RETURN i, e.id AS id, e.name AS name, e.normalized AS normalized
 ORDER BY i;
 
 // name: co_mention_chunks
 // The chunks that mention at least two of the entities $eids, as `local_index` returns them.
 UNWIND $eids AS id
-MATCH (e:Entity {id: id})<-[m:MENTIONS]-(c:Chunk)
+MATCH (e:Term {id: id})<-[m:HAS_TERM]-(c:Chunk)
 WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
 RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ} AS chunk;
 
 // name: pair_distances_gds
-// The graph filter with GDS breadth-first search on the projection `$graph` (Entity, CO_OCCURS
+// The graph filter with GDS breadth-first search on the projection `$graph` (Term, CO_OCCURS
 // undirected): one BFS per pair from a with maxDepth h that stops once it reaches b (it may visit
 // the rest of that depth's frontier too, so b is looked for among the visited nodes; GDS node ids
 // of a native projection are the internal ids, hence id()). Measured against `local_index`'s
 // shortestPath in the module docstring of retrieval/e2graphrag.py; reachability within h only, so
 // the tightening loop runs it once per h.
 UNWIND $pairs AS p
-MATCH (a:Entity {id: p[0]}), (b:Entity {id: p[1]})
+MATCH (a:Term {id: p[0]}), (b:Term {id: p[1]})
 CALL gds.bfs.stream($graph, {sourceNode: a, targetNodes: [b], maxDepth: $h})
 YIELD nodeIds
 RETURN p[0] AS a, p[1] AS b, id(b) IN nodeIds AS reached;
@@ -153,7 +153,7 @@ RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.o
 // Dense retrieval over the collapsed tree (§3.2, as RAPTOR): the $k nearest chunks and the $k
 // nearest current summaries, best $k of both (the two indexes score cosine the same way). `weight`
 // is the occurrence weight of the mapped query entities $eids: for a chunk the sum of its
-// MENTIONS counts, for a summary the sum over its children, i.e. over the chunks below it.
+// HAS_TERM counts, for a summary the sum over its children, i.e. over the chunks below it.
 // `summaries`: how many Summary nodes exist (0: the tree was not built; chunks only).
 CALL () { MATCH (s:Summary) RETURN count(s) AS summaries }
 CALL () {
@@ -169,9 +169,9 @@ WITH summaries, node, score, label ORDER BY score DESC LIMIT $k
 RETURN summaries, node.id AS id, label, node.text AS text, node.doc_title AS title, node.doc_id AS doc_id,
        node.ordinal AS ordinal, node.level AS level, score,
        CASE WHEN label = 'Chunk'
-         THEN COLLECT { MATCH (node)-[m:MENTIONS]->(e:Entity) WHERE e.id IN $eids RETURN sum(m.count) }[0]
+         THEN COLLECT { MATCH (node)-[m:HAS_TERM]->(e:Term) WHERE e.id IN $eids RETURN sum(m.count) }[0]
          ELSE COLLECT {
-           MATCH (node)-[:SUMMARIZES*1..]->(c:Chunk)-[m:MENTIONS]->(e:Entity) WHERE e.id IN $eids
+           MATCH (node)-[:SUMMARIZES*1..]->(c:Chunk)-[m:HAS_TERM]->(e:Term) WHERE e.id IN $eids
            RETURN sum(m.count)
          }[0]
        END AS weight,

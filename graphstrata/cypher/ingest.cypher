@@ -86,18 +86,33 @@ MERGE (c)-[m:MENTIONS]->(e)
 SET m.count = r.count, m.name = r.name, m.label = r.label, m.extractor = r.extractor, m.type = r.type,
     m.description = r.description;
 
-// name: add_cooccurrence
-// Sentence-level co-occurrence, one edge per unordered pair (stored from the smaller id), weights
-// summed over all chunks of all documents.
+// name: merge_terms
+// E2GraphRAG's layer (§3.1): the spaCy named entities and common nouns of the text, one Term per
+// normalised name. Kept apart from the knowledge graph's Entity nodes so that generic nouns never
+// become KG hubs; matched by name, so no embedding.
 UNWIND $rows AS r
-MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
+MERGE (t:Term {id: r.id})
+ON CREATE SET t.name = r.name, t.normalized = r.normalized, t.type = r.type;
+
+// name: write_term_links
+// The term->chunk index of E2GraphRAG: HAS_TERM with the number of occurrences in the chunk.
+UNWIND $rows AS r
+MATCH (c:Chunk {id: r.chunk}), (t:Term {id: r.term})
+MERGE (c)-[h:HAS_TERM]->(t)
+SET h.count = r.count;
+
+// name: add_cooccurrence
+// Sentence-level co-occurrence of terms, one edge per unordered pair (stored from the smaller id),
+// weights summed over all chunks of all documents.
+UNWIND $rows AS r
+MATCH (a:Term {id: r.a}), (b:Term {id: r.b})
 MERGE (a)-[x:CO_OCCURS]->(b)
 ON CREATE SET x.weight = r.w
 ON MATCH SET x.weight = x.weight + r.w;
 
 // name: subtract_cooccurrence
 UNWIND $rows AS r
-MATCH (a:Entity {id: r.a})-[x:CO_OCCURS]->(b:Entity {id: r.b})
+MATCH (a:Term {id: r.a})-[x:CO_OCCURS]->(b:Term {id: r.b})
 SET x.weight = x.weight - r.w
 WITH x WHERE x.weight <= 0
 DELETE x;
@@ -249,11 +264,19 @@ RETURN c.id AS chunk, collect({id: s.id, text: s.text}) AS subs;
 
 // name: delete_document_nodes
 // Removes the document, its chunks with their sub-chunks, semantic units and Relation nodes, then
-// every entity no chunk mentions any more (with its RELATED and CO_OCCURS edges).
+// every entity no chunk mentions any more (with its RELATED edges) and every term no chunk has
+// any more (with its CO_OCCURS edges).
 MATCH (d:Document {id: $id})
 OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
 OPTIONAL MATCH (c)-[:MENTIONS]->(e:Entity)
 WITH d, collect(DISTINCT c) AS chunks, collect(DISTINCT e) AS entities
+CALL (chunks) {
+  UNWIND chunks AS c
+  MATCH (c)-[:HAS_TERM]->(t:Term)
+  WITH DISTINCT t
+  WHERE NOT EXISTS { (x:Chunk)-[:HAS_TERM]->(t) WHERE NOT x IN chunks }
+  DETACH DELETE t
+}
 CALL (chunks) {
   UNWIND chunks AS c
   OPTIONAL MATCH (c)-[:HAS_PART]->(s:SubChunk)

@@ -8,11 +8,15 @@ RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS descr
 
 // name: seed_relations
 // Algorithm 2, line 2: relations adjacent to the seeds, those joining two seeds first, then by
-// similarity to the query.
+// similarity to the query. Shown as a triple "(subject; predicate; object)", never as prose (the
+// no-LLM extractor's predicates are lemmas), with a description a model or the user wrote.
 MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
 WHERE s.id IN $seeds
 WITH r, count(DISTINCT s) AS seeds
-RETURN r.id AS id, r.text AS text, seeds,
+RETURN r.id AS id,
+       '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
+       CASE WHEN r.description IS NOT NULL AND r.extractor <> 'spacy' THEN ': ' + r.description ELSE '' END AS text,
+       seeds,
        CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
 ORDER BY seeds DESC, score DESC
 LIMIT $limit;

@@ -17,6 +17,15 @@ ON CREATE SET m.embed_model = $embed_model, m.embed_dim = $dim, m.schema_version
               m.created_at = datetime(), m.updated_at = datetime()
 RETURN m.embed_model AS embed_model, m.embed_dim AS embed_dim;
 
+// name: set_schema_version
+// Called once the graph is known to fit this version (empty, or built by it).
+MATCH (m:GraphStrata {id: 'meta'})
+SET m.schema_version = $schema_version;
+
+// name: old_entity_layer
+// A graph of schema 1: spaCy co-occurrence edges between Entity nodes.
+RETURN EXISTS { MATCH (:Entity)-[:CO_OCCURS]->(:Entity) } AS old;
+
 // name: touch
 // Marks the graph as changed, so that cached GDS projections older than this are rebuilt.
 MERGE (m:GraphStrata {id: 'meta'})

@@ -14,3 +14,32 @@ RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
 CALL db.index.fulltext.queryNodes('chunk_text_fulltext', $terms, {limit: $k}) YIELD node, score
 WHERE node.id IS NOT NULL
 RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
+
+// name: link_entities
+// Query linking (retrieval/linking.py), one round trip. For each query entity $names[i] ({name,
+// normalized, words}): the entity with that normalised name (score 1); if there is none, the best
+// $per_name entities whose names hold all its words (full-text `words`, score relative to the
+// best hit); then each linked entity's SYNONYM neighbours (entity resolution), scored by the link
+// score times the synonym score. `chunks`: how many chunks mention the entity (its specificity).
+UNWIND $names AS q
+CALL (q) {
+  MATCH (e:Entity {normalized: q.normalized})
+  RETURN e, 'exact' AS via, 1.0 AS score
+  UNION
+  WITH q WHERE q.words <> '' AND NOT EXISTS { MATCH (:Entity {normalized: q.normalized}) }
+  CALL db.index.fulltext.queryNodes('entity_name_fulltext', q.words, {limit: $per_name}) YIELD node, score
+  WHERE node.id IS NOT NULL
+  WITH collect({e: node, s: score}) AS hits
+  WITH hits, reduce(m = 0.0, h IN hits | CASE WHEN h.s > m THEN h.s ELSE m END) AS best
+  UNWIND hits AS h
+  RETURN h.e AS e, 'words' AS via, h.s / best AS score
+}
+WITH q, e, via, score
+CALL (e, via, score) {
+  RETURN e AS linked, via AS how, score AS s
+  UNION
+  MATCH (e)-[y:SYNONYM]-(o:Entity)
+  RETURN o AS linked, 'synonym' AS how, score * y.score AS s
+}
+RETURN linked.id AS id, linked.name AS name, q.name AS query_name, how AS via, s AS score,
+       COUNT { (:Chunk)-[:MENTIONS]->(linked) } AS chunks;

@@ -22,6 +22,10 @@ CREATE CONSTRAINT sub_chunk_id IF NOT EXISTS FOR (n:SubChunk) REQUIRE n.id IS UN
 // Stable ids (content hashes) make re-ingesting the same text a no-op.
 CREATE CONSTRAINT entity_id IF NOT EXISTS FOR (n:Entity) REQUIRE n.id IS UNIQUE;
 
+// name: term_id
+// E2GraphRAG's spaCy term layer (named entities and common nouns), apart from the KG's entities.
+CREATE CONSTRAINT term_id IF NOT EXISTS FOR (n:Term) REQUIRE n.id IS UNIQUE;
+
 // name: relation_id
 // Stable ids (content hashes) make re-ingesting the same text a no-op.
 CREATE CONSTRAINT relation_id IF NOT EXISTS FOR (n:Relation) REQUIRE n.id IS UNIQUE;
@@ -107,3 +111,6 @@ CREATE INDEX document_source IF NOT EXISTS FOR (n:Document) ON (n.source);
 
 // name: entity_normalized
 CREATE INDEX entity_normalized IF NOT EXISTS FOR (n:Entity) ON (n.normalized);
+
+// name: term_normalized
+CREATE INDEX term_normalized IF NOT EXISTS FOR (n:Term) ON (n.normalized);

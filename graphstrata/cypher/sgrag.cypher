@@ -8,17 +8,22 @@ WHERE e.normalized = key
 RETURN key, e.id AS id, e.name AS name, e.normalized AS normalized;
 
 // name: similar_entities
-// Entity normalisation, vector step (the paper's FAISS lookup): nearest entities by name embedding.
-CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node, score
+// Entity normalisation, vector step (the paper's FAISS lookup): the $k entities nearest by name
+// embedding, from $candidates (HNSW's beam width); `cosine` is the cosine, `score` the index's (1+cos)/2.
+CALL db.index.vector.queryNodes('entity_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
-RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score
-ORDER BY score DESC;
+WITH node, score ORDER BY score DESC LIMIT $k
+RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score, 2 * score - 1 AS cosine;
 
 // name: expand
-// One hop of the candidate-subgraph expansion: RELATED neighbours of the frontier entities.
-MATCH (a:Entity)-[:RELATED]-(b:Entity)
+// One hop of the candidate-subgraph expansion: RELATED neighbours of the frontier entities, the most
+// relevant first (linked to most frontier entities, then by summed edge weight; id for ties), so a
+// cap ($limit) keeps what an exact match most likely needs.
+MATCH (a:Entity)-[r:RELATED]-(b:Entity)
 WHERE a.id IN $frontier AND NOT b.id IN $seen
-RETURN DISTINCT b.id AS id
+WITH b, count(DISTINCT a) AS links, sum(coalesce(r.weight, 1)) AS weight
+RETURN b.id AS id
+ORDER BY links DESC, weight DESC, id
 LIMIT $limit;
 
 // name: induced

@@ -405,18 +405,20 @@ class _Mentions:
 
 
 def _phrase(token: Token, mentions: _Mentions, chunks: dict[int, Span]) -> str | None:
-    """The entity a subject/object token stands for, registering noun phrases as CONCEPT entities."""
+    """The entity a subject/object token stands for: a named entity, or a proper-noun phrase NER
+    missed (registered as OTHER). Common nouns ("the town", "a film") and bare numbers name no
+    entity: as knowledge-graph nodes they become hubs that join unrelated passages, so a triple
+    with such an end is not kept (its sentence stays a semantic unit)."""
     if token.i in mentions.by_token:
         return mentions.by_token[token.i][0]
-    if token.pos_ not in ("NOUN", "PROPN", "NUM"):
-        return None  # pronouns and the like: without coreference they name nothing
+    if token.pos_ != "PROPN":
+        return None  # pronouns, common nouns, numbers
     span = chunks.get(token.i)
     if span is None:
         left = [c for c in token.lefts if c.dep_ in ("compound", "amod", "nmod")]
         span = token.doc[(left[0].i if left else token.i) : token.i + 1]
     name = _span_name(span)
-    type_ = "OTHER" if token.pos_ == "PROPN" else "CONCEPT"
-    entry = mentions.add(span, name, type_) if name else None
+    entry = mentions.add(span, name, "OTHER") if name else None
     return entry[0] if entry else None
 
 

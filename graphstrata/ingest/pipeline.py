@@ -92,6 +92,7 @@ class IngestReport(BaseModel):
     subchunks: int = 0
     entities_new: int = 0
     mentions: int = 0
+    term_mentions: int = 0
     cooccurrence_pairs: int = 0
     keywords: int = 0
     sentences: int = 0
@@ -236,6 +237,11 @@ def entity_id(normalized: str) -> str:
     return _hid("entity", normalized)
 
 
+def term_id(normalized: str) -> str:
+    """A ``Term`` of E2GraphRAG's spaCy layer (named entities and common nouns), apart from the KG's ``Entity``."""
+    return _hid("term", normalized)
+
+
 def keyword_id(term: str) -> str:
     return _hid("keyword", term)
 
@@ -270,13 +276,13 @@ class UserExtractedDocument(SourceDocument):
 class Contribution:
     """What a set of sub-chunks adds to the shared layers (co-occurrence weights, keyword sums)."""
 
-    cooc: Counter = field(default_factory=Counter)  # (entity id a < b) -> sentences
+    cooc: Counter = field(default_factory=Counter)  # (term id a < b) -> sentences
     kw_n: Counter = field(default_factory=Counter)  # term -> sentences
     kw_sum: dict[str, np.ndarray] = field(default_factory=dict)  # term -> sum of sentence vectors
 
     def add_analysis(self, a: Analysis, sentence_vecs: np.ndarray) -> None:
         for (x, y), w in a.cooccurrence().items():
-            ex, ey = entity_id(x), entity_id(y)
+            ex, ey = term_id(x), term_id(y)
             self.cooc[(min(ex, ey), max(ex, ey))] += w
         for term, idx in a.keyword_sentences().items():
             self.kw_n[term] += len(idx)
@@ -300,8 +306,10 @@ class PreparedDoc:
     force: bool = False  # rewrite even when the committed version has the same hash
     chunks: list[dict] = field(default_factory=list)
     subchunks: list[dict] = field(default_factory=list)
-    mentions: list[dict] = field(default_factory=list)
+    mentions: list[dict] = field(default_factory=list)  # Chunk -MENTIONS-> Entity (the knowledge graph)
     entities: dict[str, dict] = field(default_factory=dict)
+    term_links: list[dict] = field(default_factory=list)  # Chunk -HAS_TERM-> Term (E2GraphRAG's layer)
+    terms: dict[str, dict] = field(default_factory=dict)
     keyword_links: list[dict] = field(default_factory=list)
     adds: Contribution = field(default_factory=Contribution)
     removes: Contribution = field(default_factory=Contribution)
@@ -644,12 +652,10 @@ class Ingestor:
         self._extract(todo, st, core)
         for p in todo:
             self._extraction_rows(p)
-        # entities new to the graph get a name embedding. An entity that only documents being
-        # replaced mention is deleted and re-created by the replacement, so it counts as new.
+        # knowledge-graph entities new to the graph get a name embedding. An entity that only documents
+        # being replaced mention is deleted and re-created by the replacement, so it counts as new.
+        # (E2GraphRAG's terms are matched by name and get none.)
         all_keys: dict[str, str] = {}
-        for a in analyses:
-            for k, v in a.names.items():
-                all_keys.setdefault(k, v[0])
         for p in todo:
             for x in p.extractions.values():
                 for e in x.entities:
@@ -694,9 +700,9 @@ class Ingestor:
                     c["embedding"] = chunk_v[ci].tolist()
                     chunk_vec[c["id"]] = c["embedding"]
                     ci += 1
-                # one MENTIONS row per (chunk, entity): the spaCy pass's count and label, and what
-                # the chunk's extraction says of the entity (refresh_entities aggregates them)
-                mentions: dict[str, dict[str, dict]] = defaultdict(dict)
+                # E2GraphRAG's layer: one HAS_TERM row per (chunk, term) with the spaCy pass's count
+                terms: dict[str, dict[str, dict]] = defaultdict(dict)
+                seen: dict[str, dict[str, tuple[int, str]]] = defaultdict(dict)  # chunk -> key -> (count, label)
                 for s in p.subchunks:
                     if s["whole"]:
                         s["embedding"] = chunk_vec[s["chunk"]]
@@ -710,23 +716,32 @@ class Ingestor:
                     p.sentences += len(a.sentences)
                     p.adds.add_analysis(a, sv)
                     for key, n in a.mentions.items():
-                        eid = entity_id(key)
+                        tid = term_id(key)
                         name, label = a.names[key]
-                        row = mentions[s["chunk"]].setdefault(eid, _mention(s["chunk"], eid, 0, name, label))
-                        row["count"] += n
-                    for key, (name, typ) in a.names.items():
-                        self._entity_row(p, key, name, typ, "spacy", name_vec)
+                        link = terms[s["chunk"]].setdefault(tid, {"chunk": s["chunk"], "term": tid, "count": 0})
+                        link["count"] += n
+                        count, _ = seen[s["chunk"]].get(key, (0, label))
+                        seen[s["chunk"]][key] = (count + n, label)
+                        if tid not in p.terms:
+                            p.terms[tid] = {"id": tid, "name": name, "normalized": key, "type": label}
                     for term, idx in a.keyword_sentences().items():
                         p.keyword_links.append({"keyword": keyword_id(term), "sub": s["id"], "count": len(idx)})
+                # the knowledge graph: one MENTIONS row per (chunk, extracted entity) with what the
+                # chunk's extraction says of it, and the spaCy pass's count and NER label when it saw
+                # the same name (refresh_entities aggregates them)
+                mentions: dict[str, dict[str, dict]] = defaultdict(dict)
                 for c in p.chunks:
                     x = p.extractions.get(c["id"])
                     for e in x.entities if x else ():
                         key = normalize_name(e.name)
                         eid = entity_id(key)
                         row = mentions[c["id"]].get(eid)
-                        if row is None:  # an entity the spaCy pass did not see: count its name
-                            count = max(1, occurrences(e.name, c["text"]))
-                            row = mentions[c["id"]][eid] = _mention(c["id"], eid, count, e.name, None)
+                        if row is None:
+                            count, label = seen[c["id"]].get(key, (0, None))
+                            label = None if label == "NOUN" else label
+                            # an entity the spaCy pass did not see: count its name
+                            count = count or max(1, occurrences(e.name, c["text"]))
+                            row = mentions[c["id"]][eid] = _mention(c["id"], eid, count, e.name, label)
                         row.update(
                             name=e.name,
                             extractor=e.extractor,
@@ -735,6 +750,7 @@ class Ingestor:
                         )
                         self._entity_row(p, key, e.name, e.type, e.extractor, name_vec)
                 p.mentions = [m for rows in mentions.values() for m in rows.values()]
+                p.term_links = [t for rows in terms.values() for t in rows.values()]
                 advance(1)
 
         # write, in groups of whole documents
@@ -765,6 +781,7 @@ class Ingestor:
                         report.chunks += len(p.chunks)
                         report.subchunks += len(p.subchunks)
                         report.mentions += len(p.mentions)
+                        report.term_mentions += len(p.term_links)
                         report.sentences += p.sentences
                         report.cooccurrence_pairs += len(p.adds.cooc)
                         report.extracted_chunks += len(p.extractions)
@@ -877,6 +894,11 @@ class Ingestor:
                     entities[eid] = e
         self._run(tx, "merge_entities", list(entities.values()))
         self._run(tx, "write_mentions", [m for p in todo for m in p.mentions])
+        term_rows: dict[str, dict] = {}
+        for p in todo:
+            term_rows.update(p.terms)
+        self._run(tx, "merge_terms", list(term_rows.values()))
+        self._run(tx, "write_term_links", [t for p in todo for t in p.term_links])
         self._run(tx, "add_cooccurrence", adds.cooc_rows())
         self._run(tx, "add_keywords", adds.keyword_rows(), batch_size=200)
         self._run(tx, "link_keywords", [k for p in todo for k in p.keyword_links])
@@ -950,6 +972,8 @@ def _row_count(p: PreparedDoc) -> int:
         + len(p.subchunks)
         + len(p.entities)
         + len(p.mentions)
+        + len(p.terms)
+        + len(p.term_links)
         + len(p.adds.cooc)
         + len(p.adds.kw_n)
         + len(p.keyword_links)

@@ -61,14 +61,10 @@ class RetrievalResult(BaseModel):
     timings_ms: dict[str, float] = Field(default_factory=dict)
     params: dict[str, Any] = Field(default_factory=dict)
     notes: dict[str, Any] = Field(default_factory=dict, description="method-specific facts, e.g. branch taken")
-    chunk_ranking: list[str] | None = Field(
-        None, description="passages ranked by the method itself, when that differs from the items' order"
-    )
 
     def chunk_ids(self) -> list[str]:
-        """Source chunks in rank order, each once (what Recall@k is measured on)."""
-        if self.chunk_ranking is not None:
-            return list(self.chunk_ranking)
+        """Source chunks of the returned (packed) items in their order, each once: what the user gets,
+        and what Recall@k is measured on."""
         seen: dict[str, None] = {}
         for item in self.items:
             for c in item.chunk_ids:
@@ -98,6 +94,39 @@ class Timer:
             yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t) * 1000
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def dedupe(items: list[ContextItem]) -> list[ContextItem]:
+    """No item repeats text an earlier item holds, so the budget is never spent twice on one text:
+    an item whose text an earlier one contains is dropped; an item that contains earlier ones (the
+    passage of a sentence returned before it) takes the place of the first of them. Source chunks
+    of what is dropped stay with the item that holds its text."""
+    out: list[ContextItem] = []
+    plain: list[str] = []
+    for it in items:
+        t = _plain(it.text)
+        if not t or any(t in p for p in plain):
+            holder = next((i for i, p in enumerate(plain) if t in p), None)
+            if holder is not None:
+                out[holder].chunk_ids += [c for c in it.chunk_ids if c not in out[holder].chunk_ids]
+            continue
+        inside = [i for i, p in enumerate(plain) if p in t]
+        if not inside:
+            out.append(it)
+            plain.append(t)
+            continue
+        merged = it.model_copy(update={"chunk_ids": list(it.chunk_ids)})
+        for i in inside:
+            merged.chunk_ids += [c for c in out[i].chunk_ids if c not in merged.chunk_ids]
+        first = inside[0]
+        out[first], plain[first] = merged, t
+        for i in reversed(inside[1:]):
+            del out[i], plain[i]
+    return out
 
 
 def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
@@ -146,11 +175,9 @@ class Retriever(ABC):
             raise RetrievalError(f"bad parameters for {self.name}: {e}") from e
         timer = Timer()
         items, subgraph, notes = self._retrieve(question.strip(), p, timer)
-        ranking = notes.pop("chunk_ranking", None)
         with timer.stage("pack"):
-            packed = pack(items, p.budget)
+            packed = pack(dedupe(items), p.budget)
         return RetrievalResult(
-            chunk_ranking=ranking,
             method=self.name,
             question=question,
             items=packed,

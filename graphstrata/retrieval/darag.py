@@ -480,7 +480,15 @@ class DARAGRetriever(Retriever):
             kg = [(index[e["id"]], index[r["b"]]) for e in ents for r in e["related"] if r["b"] in index]
             out["kg"] = _Graph(ids, emb, np.asarray(kg, dtype=np.int64).reshape(-1, 2))
         if "similarity" in layers:
-            sim = [(index[e["id"]], index[s["b"]]) for e in ents for s in e["similar"] if s["b"] in index]
+            # an entity's k_neighbor list, read in both directions, may name a pair twice: keep it once
+            sim = sorted(
+                {
+                    (min(index[e["id"]], index[s["b"]]), max(index[e["id"]], index[s["b"]]))
+                    for e in ents
+                    for s in e["similar"]
+                    if s["b"] in index
+                }
+            )
             out["similarity"] = _Graph(ids, emb, np.asarray(sim, dtype=np.int64).reshape(-1, 2))
         return out
 

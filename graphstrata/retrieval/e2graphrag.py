@@ -1,7 +1,7 @@
 """E2GraphRAG retrieval (seed 003, §3.2 and Algorithm 1 in Appendix A): no LLM at query time.
 
 1. Query entities: the question's spaCy entities and nouns, normalised exactly as at ingest
-   (:func:`graphstrata.ingest.analyze.query_entities`), mapped to ``Entity`` nodes by normalised
+   (:func:`graphstrata.ingest.analyze.query_entities`), mapped to ``Term`` nodes (its own layer) by normalised
    name; names that map to nothing are ignored (§3.2: "treated as invalid").
 2. No entity → **global** mode: dense retrieval over the collapsed summary tree (every ``Chunk``
    and current ``Summary`` in one ranking, as RAPTOR), the ``top_k`` nearest, by similarity.
@@ -268,7 +268,7 @@ class E2GraphRAGRetriever(Retriever):
             if h not in cache:
                 if not pairs:
                     return set()
-                graph = GDS(self.db).project(GDS_GRAPH, "Entity", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
+                graph = GDS(self.db).project(GDS_GRAPH, "Term", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
                 rows = self._read(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
                 cache[h] = {(r["a"], r["b"]) for r in rows if r["reached"]}
             return cache[h]

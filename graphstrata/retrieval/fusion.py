@@ -24,12 +24,13 @@ the others are fused; methods that are not registered in this installation are s
 **auto** routes by the question's shape, in this order (a rule whose method is not registered falls
 through to the next):
 
-1. a *multi-constraint factual* question — a wh-question whose dependency parse holds two or more
-   constraints (verbal predicates, relational ``of`` phrases), e.g. "Which actor starred in Heat and
-   was born in New York?" → ``sgrag`` (query graph, path matching), kept only when SG-RAG matches
-   the query graph exactly: its 1-hop fallback is weaker context than NodeRAG's (on hotpotqa_dev100
-   all 28 such questions fell back, sgrag Recall@5 0.375 against noderag 0.696), so a fallback
-   re-routes the question by the rules below;
+1. only with ``try_sgrag``: a *multi-constraint factual* question — a wh-question whose dependency
+   parse holds two or more constraints (verbal predicates, relational ``of`` phrases), e.g. "Which
+   actor starred in Heat and was born in New York?" → ``sgrag`` (query graph, path matching), kept
+   only when SG-RAG matches the query graph exactly (its 1-hop fallback is weaker context than
+   NodeRAG's), else re-routed by the rules below. Off by default: SG-RAG matched none of the
+   hotpotqa_dev100 questions of that shape and none of MuSiQue's (73 of 100 had it), so trying it
+   only added its latency before NodeRAG ran;
 2. no query entity at all, or summary-style wording ("summarize", "overview", "main themes" …) →
    the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
    it runs when no query entity maps) when the question has no query entity, else ``noderag``
@@ -380,8 +381,9 @@ class Route:
     passed_over: list[str] = field(default_factory=list)  # rules that matched but whose method is missing
 
 
-def route(shape: Shape, available: set[str] | Sequence[str]) -> Route:
-    """The method for a question of this shape among the `available` ones (pure, no I/O)."""
+def route(shape: Shape, available: set[str] | Sequence[str], try_sgrag: bool = False) -> Route:
+    """The method for a question of this shape among the `available` ones (pure, no I/O).
+    ``try_sgrag``: route multi-constraint questions to SG-RAG first (off by default, see the module doc)."""
     have = set(available)
     passed: list[str] = []
 
@@ -392,7 +394,7 @@ def route(shape: Shape, available: set[str] | Sequence[str]) -> Route:
         passed.append(f"{rule} → {'/'.join(choices)} (not installed)")
         return None
 
-    if shape.multi_constraint:
+    if shape.multi_constraint and try_sgrag:
         r = pick(
             "multi-constraint",
             f"a factual wh-question with {shape.constraints} constraints (predicates and 'of' relations): "
@@ -425,6 +427,11 @@ def route(shape: Shape, available: set[str] | Sequence[str]) -> Route:
 
 class AutoParams(RetrieverParams):
     top_k: int | None = Field(None, ge=1, le=1000, description="passed to the chosen method (default: its own)")
+    try_sgrag: bool = Field(
+        False,
+        description="route multi-constraint questions to sgrag first, re-routing when it finds no exact match "
+        "(off: measured, it never matched on hotpotqa_dev100 or MuSiQue and cost a second retrieval)",
+    )
     method_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="parameters for whichever method is chosen, by method name"
     )
@@ -443,7 +450,7 @@ class AutoRetriever(Retriever):
         _load_methods()
         with t.stage("classify"):
             shape = question_shape(question)
-            chosen = route(shape, set(METHODS))
+            chosen = route(shape, set(METHODS), p.try_sgrag)
         result = self._run(question, chosen, p, t)
         rerouted = None
         if chosen.method == "sgrag" and result.notes.get("fallback"):
@@ -471,8 +478,6 @@ class AutoRetriever(Retriever):
             notes["rerouted_from_sgrag"] = rerouted
         if result.notes:
             notes["routed_notes"] = result.notes
-        if result.chunk_ranking is not None:  # the routed method's own passage ranking (NodeRAG's PPR mass)
-            notes["chunk_ranking"] = result.chunk_ranking
         return result.items, result.subgraph, notes
 
     def _run(self, question: str, chosen: Route, p: AutoParams, t: Timer) -> RetrievalResult:

@@ -16,14 +16,13 @@ shallow personalized PageRank for cross nodes, then the filter to retrievable no
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
-from graphstrata.ingest.analyze import query_entities
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -33,6 +32,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
 VECTOR_INDEXES = {
@@ -57,6 +57,49 @@ class NodeRAGParams(RetrieverParams):
     top_k: int | None = Field(
         None, ge=1, le=1000, description="cap on the context items (default: every entry and cross node)"
     )
+    fact_k: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="relations nearest to the question as extra entry points (HippoRAG 2 fact matching)",
+    )
+    personalization: Literal["uniform", "weighted"] = Field(
+        "weighted",
+        description="PPR start vector: `uniform` over the entry points (the paper, §2.5), or `weighted`: "
+        "similarity entry points by their cosine, linked entities by specificity (1/chunks, HippoRAG 2)",
+    )
+
+
+def personalization(
+    similar: dict[str, float],
+    linked: list[LinkedEntity],
+    overviews: dict[str, float],
+    how: str,
+    facts: dict[str, float] | None = None,
+) -> dict[str, float]:
+    """Entry point -> its share of the PPR start vector (sums to 1).
+
+    ``uniform``: every entry point alike (NodeRAG §2.5). ``weighted``: half the mass on the similarity
+    entry points in proportion to their cosine, half on the accurate-search hits (linked entities in
+    proportion to link score x specificity, overview titles alike; matched facts by their cosine,
+    scaled to the best linked entity); all of it on one side when the other found nothing.
+    """
+    exact: dict[str, float] = {e.id: e.score * e.specificity for e in linked}
+    top = max(exact.values(), default=1.0)
+    for i, cos in (facts or {}).items():
+        exact[i] = exact.get(i, 0.0) + top * max(cos, 0.0)
+    for i in overviews:
+        exact.setdefault(i, max(exact.values(), default=1.0))
+    if how == "uniform":
+        ids = list(dict.fromkeys([*exact, *similar]))
+        return {i: 1.0 / len(ids) for i in ids} if ids else {}
+    out: dict[str, float] = {}
+    sides = [w for w in (similar, exact) if w and sum(w.values()) > 0]
+    for side in sides:
+        total = sum(side.values())
+        for i, w in side.items():
+            out[i] = out.get(i, 0.0) + w / total / len(sides)
+    return out
 
 
 @register
@@ -69,25 +112,29 @@ class NodeRAGRetriever(Retriever):
         self, question: str, p: NodeRAGParams, t: Timer
     ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
         with t.stage("entities"):
-            names = query_entities(question)
+            names, source = question_entities(question, self.settings)
         with t.stage("embed"):
             vector = self.embed_query(question)
         with t.stage("dual_search"):
+            linked = link_entities(self.db, names)
             terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
             rows = self.db.read(
                 query("noderag.dual_search"),
-                names=names,
                 terms=terms,
                 indexes=list(VECTOR_INDEXES.values()),
                 k=p.entry_k,
                 candidates=hnsw_candidates(p.entry_k),
+                fact_k=p.fact_k,
+                fact_candidates=hnsw_candidates(p.fact_k),
                 vector=vector,
             )
-        exact = [r for r in rows if r["via"] == "exact"]
+        overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
-        entry = list(dict.fromkeys([r["id"] for r in exact] + list(similar)))
+        facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}
+        seeds = personalization(similar, linked, overviews, p.personalization, facts)
+        entry = list(seeds)
         if not entry:
-            return [], Subgraph(), {"entities": names, "entry_points": 0}
+            return [], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0}
         gds = GDS(self.db, self.settings.gds_concurrency)
         ranked: list[dict] = []
         for attempt in (1, 2):  # a concurrent request may replace a stale projection under us: retry once
@@ -98,7 +145,7 @@ class NodeRAGRetriever(Retriever):
                     ranked = self.db.read(
                         query("noderag.ppr"),
                         graph=proj.name,
-                        sources=entry,
+                        sources=[[i, w] for i, w in seeds.items()],
                         damping=1 - p.alpha,
                         iterations=p.iterations + 1,
                         concurrency=gds.concurrency,
@@ -118,34 +165,63 @@ class NodeRAGRetriever(Retriever):
         keep = list(dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: -score[i])))
         with t.stage("fetch"):
             rows = {r["id"]: r for r in self.db.read(query("noderag.retrievable"), ids=keep)}
-        items = []
-        for i in sorted(rows, key=lambda i: -score.get(i, 0.0)):
-            r = rows[i]
-            why = (
-                ("entry point (similarity search)" if i in similar else "")
-                + (" + " if i in similar and i in cross else "")
-                + ("cross node (PPR)" if i in cross else "")
-            )
-            text = f"{r['title']}\n{r['text']}" if r["label"] == "Chunk" else r["text"]
-            items.append(
-                ContextItem(
-                    node_id=i, label=r["label"], text=text, score=score.get(i, 0.0), why=why, chunk_ids=r["chunks"]
-                )
-            )
-        # Passages ranked by the PPR mass of the retrieved nodes taken from them: T itself, and the
-        # chunk an S or R came from. A and H summarise many passages, so they rank none.
-        mass: dict[str, float] = {}
-        for it in items:
-            if it.label in ("Chunk", "SemanticUnit", "Relation"):
-                for c in it.chunk_ids:
-                    mass[c] = mass.get(c, 0.0) + it.score / len(it.chunk_ids)
+        items = self._items(rows, score, similar, cross)
         notes = {
-            "chunk_ranking": sorted(mass, key=lambda c: -mass[c]),
             "entities": names,
+            "entities_from": source,
+            "linked": [f"{e.query_name} -> {e.name} ({e.via})" for e in linked],
             "entry_points": len(entry),
             "similar": list(similar),
-            "exact_entities": sum(r["label"] == "Entity" for r in exact),
-            "overviews": sum(r["label"] == "Overview" for r in exact),
+            "overviews": len(overviews),
             "projection_reused": proj.reused,
         }
         return items[: p.top_k], Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
+
+    def _items(self, rows: dict[str, dict], score: dict[str, float], similar: dict, cross: set) -> list[ContextItem]:
+        """The context, best first. A passage (T) ranks by the PPR mass of itself and of the semantic
+        units and relations taken from it; those units and relations are then read in the passage
+        (their text is its text, or a lemma-level triple of it) rather than as items of their own.
+        Attributes and high-level elements stand alone only when a model wrote them: the no-LLM
+        substitutes copy text a passage or unit already holds."""
+
+        def why(i: str) -> str:
+            parts = (["entry point (similarity search)"] if i in similar else []) + (
+                ["cross node (PPR)"] if i in cross else []
+            )
+            return " + ".join(parts)
+
+        mass: dict[str, float] = {}
+        via: dict[str, list[str]] = {}
+        items: list[ContextItem] = []
+        for i, r in rows.items():
+            s = score.get(i, 0.0)
+            if r["label"] == "Chunk" or (r["label"] in ("SemanticUnit", "Relation") and not r["own_text"]):
+                for c in r["chunks"]:
+                    mass[c] = mass.get(c, 0.0) + s / len(r["chunks"])
+                    via.setdefault(c, []).append(f"{r['label']} {why(i)}")
+            elif r["label"] in ("Attribute", "HighLevel") and not r["own_text"]:
+                continue
+            else:
+                items.append(
+                    ContextItem(node_id=i, label=r["label"], text=r["text"], score=s, why=why(i), chunk_ids=r["chunks"])
+                )
+        if mass:
+            texts = {r["id"]: r for r in rows.values() if r["label"] == "Chunk"}
+            missing = [c for c in mass if c not in texts]
+            if missing:
+                texts |= {r["id"]: r for r in self.db.read(query("noderag.retrievable"), ids=missing)}
+            for c, m in mass.items():
+                r = texts.get(c)
+                if r is None:
+                    continue
+                items.append(
+                    ContextItem(
+                        node_id=c,
+                        label="Chunk",
+                        text=f"{r['title']}\n{r['text']}",
+                        score=m,
+                        why="; ".join(dict.fromkeys(via[c])),
+                        chunk_ids=[c],
+                    )
+                )
+        return sorted(items, key=lambda it: -it.score)

@@ -68,6 +68,7 @@ from graphstrata.retrieval.base import (
     RetrieverParams,
     Subgraph,
     Timer,
+    hnsw_candidates,
     register,
 )
 
@@ -132,7 +133,11 @@ Example: "Which film was directed by James Cameron and starred Kate Winslet?" ->
 class SGRAGParams(RetrieverParams):
     path_length: int = Field(2, ge=1, le=3, description="path length l of the decomposition and the hops fetched")
     min_similarity: float = Field(
-        0.6, ge=-1, le=1, description="entity normalisation: least cosine similarity of a vector-index hit"
+        0.6,
+        ge=-1,
+        le=1,
+        description="entity normalisation: least cosine similarity of a vector-index hit (a cosine, not the "
+        "index's (1 + cos) / 2 score)",
     )
     match_relations: bool = Field(
         False, description="also require query edge relations to equal the stored predicates (the paper: no)"
@@ -322,7 +327,7 @@ class SGRAGRetriever(Retriever):
             notes["reason"] = "no query entity found in the graph"
             return [], Subgraph(), notes
         with t.stage("candidate_subgraph"):
-            graph, info, edge_info = self._candidate_subgraph(anchors, p)
+            graph, info, edge_info = self._candidate_subgraph(anchors, p, notes)
         notes["candidate_nodes"] = len(graph)
         notes["candidate_edges"] = len(graph.edges)
         embedder = None
@@ -422,20 +427,30 @@ class SGRAGRetriever(Retriever):
         if missing:
             vectors = self.embedder.embed([n.label for n in missing])
             for n, v in zip(missing, vectors, strict=True):
-                hits = self.db.read(query("sgrag.similar_entities"), k=1, vector=v.tolist())
-                if hits and hits[0]["score"] >= p.min_similarity:
-                    out[n.id] = dict(hits[0])
+                # over-fetch (HNSW's k is its beam width); the index scores (1 + cos) / 2
+                hits = self.db.read(
+                    query("sgrag.similar_entities"), k=1, candidates=hnsw_candidates(1), vector=v.tolist()
+                )
+                if hits and hits[0]["cosine"] >= p.min_similarity:
+                    out[n.id] = {**hits[0], "score": hits[0]["cosine"]}
         return out
 
     def _candidate_subgraph(
-        self, anchors: list[str], p: SGRAGParams
+        self, anchors: list[str], p: SGRAGParams, notes: dict[str, Any]
     ) -> tuple[DataGraph, dict[str, dict[str, Any]], dict[tuple, dict[str, Any]]]:
+        """Entities within path_length RELATED hops of the anchors, at most max_nodes: when the cap
+        cuts a hop, the neighbours linked to most of the frontier (then by edge weight) are kept and
+        ``notes["truncated"]`` says so, since an exact match may then be missed."""
         seen = list(anchors)
         frontier = list(anchors)
-        for _ in range(p.path_length):
+        for hop in range(1, p.path_length + 1):
             if not frontier or len(seen) >= p.max_nodes:
                 break
-            rows = self.db.read(query("sgrag.expand"), frontier=frontier, seen=seen, limit=p.max_nodes - len(seen))
+            room = p.max_nodes - len(seen)
+            rows = self.db.read(query("sgrag.expand"), frontier=frontier, seen=seen, limit=room + 1)
+            if len(rows) > room:
+                notes["truncated"] = f"hop {hop}: kept {room} of more than {room} neighbours (max_nodes {p.max_nodes})"
+                rows = rows[:room]
             frontier = [r["id"] for r in rows]
             seen.extend(frontier)
         rows = self.db.read(query("sgrag.induced"), ids=seen)
@@ -494,9 +509,9 @@ class SGRAGRetriever(Retriever):
             )
         for i, e in enumerate(edges):
             d = edge_info.get((e.src, e.dst, e.relation), {})
-            text = f"{info[e.src]['name']} {e.relation} {info[e.dst]['name']}"
+            text = f"({info[e.src]['name']}; {e.relation}; {info[e.dst]['name']})"  # a triple, not prose
             if d.get("description"):
-                text += f" — {d['description']}"
+                text += f": {d['description']}"
             src = edge_rows.get(i, {})
             rel_ids = src.get("relations", [])
             items.append(

@@ -41,7 +41,7 @@ LIMIT $limit;
 // The neighbourhood of an entity across the layers. One row per neighbour: its layer (text,
 // knowledge graph, NodeRAG, community, similarity), the relationship type and direction, the
 // neighbour's label, id and caption, and the edge's weight (RELATED weight, CO_OCCURS weight,
-// SIMILAR score or MENTIONS count). At most $per_type neighbours per relationship type, strongest
+// SIMILAR or SYNONYM score, MENTIONS count). At most $per_type neighbours per relationship type, strongest
 // first, so that a hub does not drown the rarer layers.
 // params:
 //   entity    string     entity id, name or normalised name
@@ -83,15 +83,17 @@ ORDER BY weight DESC, subject, predicate, object
 LIMIT $limit;
 
 // name: shortest_paths
-// All shortest paths between two entities. Over the entity-level edges (default RELATED and
-// CO_OCCURS, in either direction; up to 8 hops), each as the list of entity names along it and the
-// relationship types between them. Pass `types` to choose the edges, e.g.
-// --param types=RELATED or --param types=CO_OCCURS,SIMILAR. No row: not connected within 8 hops.
+// All shortest paths between two entities. Over the knowledge graph and its provenance (default
+// RELATED, SYNONYM and MENTIONS — through the passages and semantic units that mention entities —
+// in either direction; up to 8 hops), each as the list of names (a passage's title, a unit's text)
+// along it and the relationship types between them. Pass `types` to choose the edges, e.g.
+// --param types=RELATED or --param types=RELATED,SIMILAR. No row: not connected within 8 hops.
+// (CO_OCCURS joins E2GraphRAG's Term nodes, not entities: see term_cooccurrence.)
 // params:
-//   source  string                           entity id, name or normalised name
-//   target  string                           entity id, name or normalised name
-//   types   list = ["RELATED", "CO_OCCURS"]  relationship types a path may use
-//   limit   int = 10                         most paths
+//   source  string                                       entity id, name or normalised name
+//   target  string                                       entity id, name or normalised name
+//   types   list = ["RELATED", "SYNONYM", "MENTIONS"]    relationship types a path may use
+//   limit   int = 10                                     most paths
 MATCH (a:Entity)
 WHERE a.id = $source OR a.normalized = toLower(trim($source)) OR toLower(a.name) = toLower(trim($source))
 MATCH (b:Entity)
@@ -100,14 +102,14 @@ WITH a, b WHERE a <> b
 MATCH p = allShortestPaths((a)-[*..8]-(b))
 WHERE all(r IN relationships(p) WHERE type(r) IN $types)
 RETURN a.name AS source, b.name AS target, length(p) AS hops,
-       [n IN nodes(p) | coalesce(n.name, n.title, n.id)] AS path,
+       [n IN nodes(p) | coalesce(n.name, n.doc_title, left(n.text, 60), n.id)] AS path,
        [r IN relationships(p) | type(r) + coalesce(' ' + r.predicate, '')] AS relationships,
        [n IN nodes(p) | n.id] AS ids
 LIMIT $limit;
 
 // name: chunks_linking
-// Chunks that mention both entities. E2GraphRAG's index mapping (the evidence for a pair), with
-// their documents and the mention counts of each entity.
+// Chunks that mention both entities. The knowledge graph's evidence for a pair, with their
+// documents and the mention counts of each entity.
 // params:
 //   source  string     entity id, name or normalised name
 //   target  string     entity id, name or normalised name
@@ -132,4 +134,17 @@ OPTIONAL MATCH (e)-[:HAS_ATTRIBUTE]->(a:Attribute)
 RETURN e.name AS entity, e.type AS type, e.core_number AS core_number, round(e.betweenness, 2) AS betweenness,
        COUNT { (:Chunk)-[:MENTIONS]->(e) } AS chunks, a.text AS attribute, e.id AS id
 ORDER BY betweenness DESC, core_number DESC, entity
+LIMIT $limit;
+
+// name: term_cooccurrence
+// E2GraphRAG's term layer around a word. The Term (a spaCy named entity or common noun, by
+// normalised name) and the terms it shares sentences with (CO_OCCURS weight = shared sentences),
+// strongest first, with how many chunks hold each.
+// params:
+//   term   string     normalised name, e.g. "film" or "stephen king"
+//   limit  int = 20   most rows
+MATCH (t:Term {normalized: toLower(trim($term))})-[x:CO_OCCURS]-(o:Term)
+RETURN t.name AS term, o.name AS other, o.type AS type, x.weight AS sentences,
+       COUNT { (:Chunk)-[:HAS_TERM]->(o) } AS chunks
+ORDER BY sentences DESC, other
 LIMIT $limit;

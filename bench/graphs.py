@@ -1,0 +1,235 @@
+"""Every retrieval method on three graphs, each graph's methods in one run:
+
+    python bench/graphs.py [--graphs hotpotqa,musique,musique-openie] [--methods ...] [--build-only]
+
+- ``hotpotqa``: hotpotqa_dev100's 994 passages, spaCy extraction (no LLM), 100 questions.
+- ``musique``: musique_dev50's 1,890 passages (identity: the record's ``id``; titles repeat), spaCy
+  extraction, its 50 questions.
+- ``musique-openie``: the same passages with the GPT-3.5 OpenIE entities and triples of openie.jsonl as
+  bring-your-own extractions (only well-formed triples: three non-empty strings), same questions.
+
+Each graph lives in a Neo4j instance of its own (``bench-<graph>``), built once (ingest + augment,
+timed) and reused while its document count matches. Results: bench/results/graphs.{json,md}.
+
+Recall@k is measured on what the user gets: the passages (documents) of the items in the returned,
+budget-packed context, in order of first appearance, each once; gold = supporting passages (HotpotQA
+by title, MuSiQue by passage id). Coverage: the gold answer (or an alias) in that context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import RESULTS, ROOT, machine
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import get_settings
+from graphstrata.ingest.load import SourceDocument
+from graphstrata.retrieval.base import available_methods
+
+SHARED = ROOT.parent / "shared" / "data"
+GRAPHS = {
+    "hotpotqa": {"data": "hotpotqa_dev100", "port": 17691, "extractions": False},
+    "musique": {"data": "musique_dev50", "port": 17692, "extractions": False},
+    "musique-openie": {"data": "musique_dev50", "port": 17693, "extractions": True},
+}
+TOP_K, BUDGET = 10, 1000
+#: The paper's budget per method where it names one, for the second column set (issue: common and own budget).
+DEFAULT_METHODS = ["vector", "fulltext", "noderag", "ketrag", "darag", "e2graphrag", "sgrag", "fusion", "auto"]
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def open_instance(name: str) -> GraphStrata:
+    from graphstrata.neo4j_local import Instance
+
+    port = GRAPHS[name]["port"]
+    s = get_settings().model_copy(
+        update={"instance": f"bench-{name}", "bolt_port": port, "http_port": port - 200, "heap": "2g"}
+    )
+    Instance.from_settings(s).start()
+    return GraphStrata(s)
+
+
+def _openie_file(data: Path, out: Path) -> dict:
+    """openie.jsonl as a bring-your-own extractions file; malformed triples dropped (and counted)."""
+    kept = dropped = 0
+    with out.open("w") as f:
+        for r in _jsonl(data / "openie.jsonl"):
+            good = []
+            for t in r["extracted_triples"]:
+                if isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) and x.strip() for x in t):
+                    good.append(t)
+                else:
+                    dropped += 1
+            kept += len(good)
+            ents = [e for e in r["extracted_entities"] if isinstance(e, str) and e.strip()]
+            line = {"id": r["id"], "title": r["title"], "text": r["text"], "entities": ents, "triples": good}
+            f.write(json.dumps(line) + "\n")
+    return {"triples_kept": kept, "triples_dropped": dropped}
+
+
+def build(gs: GraphStrata, name: str) -> dict:
+    """Ingest + augment the graph unless it is already there; the costs."""
+    spec = GRAPHS[name]
+    data = SHARED / spec["data"]
+    corpus = _jsonl(data / "corpus.jsonl")
+    have = gs.db.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"]
+    meta_file = RESULTS / f"graphs-build-{name}.json"
+    if have == len(corpus) and meta_file.exists():
+        return json.loads(meta_file.read_text())
+    gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
+    t = time.perf_counter()
+    extra: dict = {}
+    if spec["extractions"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "openie.jsonl"
+            extra = _openie_file(data, path)
+            report = gs.ingest_extractions(path, progress=True)
+    else:
+        docs = [SourceDocument(source=r.get("id") or r["title"], title=r["title"], text=r["text"]) for r in corpus]
+        report = gs._ingestor(None, True).ingest_documents(docs)
+    ingest_s = time.perf_counter() - t
+    t = time.perf_counter()
+    stages = {r.stage: r.seconds for r in gs.augment(progress=True)}
+    meta = {
+        "documents": report.documents_new,
+        "ingest_seconds": round(ingest_s, 1),
+        "ingest_stages": report.seconds,
+        "augment_seconds": round(time.perf_counter() - t, 1),
+        "augment_stages": stages,
+        "graph": gs.stats(),
+        **extra,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    meta_file.write_text(json.dumps(meta, indent=2))
+    return meta
+
+
+def questions_of(name: str) -> list[dict]:
+    data = SHARED / GRAPHS[name]["data"]
+    out = []
+    for q in _jsonl(data / "questions.jsonl"):
+        gold = q.get("supporting_ids") or q.get("supporting_titles")
+        answers = [q["answer"], *q.get("answer_aliases", [])]
+        out.append({"question": q["question"], "gold": set(gold), "answers": answers})
+    return out
+
+
+def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **params) -> list[dict]:
+    by_title = GRAPHS[name]["data"].startswith("hotpotqa")
+    key = "c.doc_title" if by_title else "d.source"
+    passage = {
+        r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
+    }
+    params = {"top_k": TOP_K, "budget": BUDGET} | params
+    gs.retrieve(questions[0]["question"], method, **params)  # warm-up
+    getattr(gs.embedder, "clear_cache", lambda: None)()
+    rows = []
+    for q in questions:
+        t = time.perf_counter()
+        res = gs.retrieve(q["question"], method, **params)
+        ms = (time.perf_counter() - t) * 1000
+        seen: dict[str, None] = {}
+        for item in res.items:  # what the user gets: the packed context, in order
+            for c in item.chunk_ids:
+                if c in passage:
+                    seen.setdefault(passage[c], None)
+        ranked = list(seen)
+        text = " ".join(i.text for i in res.items).lower()
+        gold = q["gold"]
+        rows.append(
+            {
+                "r2": len(gold & set(ranked[:2])) / len(gold),
+                "r5": len(gold & set(ranked[:5])) / len(gold),
+                "hit": any(a.lower() in text for a in q["answers"]),
+                "yes_no": q["answers"][0].lower() in ("yes", "no"),
+                "tokens": res.tokens,
+                "passages": len(ranked),
+                "ms": ms,
+            }
+        )
+    return rows
+
+
+def summarize(rows: list[dict]) -> dict:
+    ms = [r["ms"] for r in rows]
+    cov = [r["hit"] for r in rows if not r["yes_no"]]
+    return {
+        "recall@2": round(float(np.mean([r["r2"] for r in rows])), 3),
+        "recall@5": round(float(np.mean([r["r5"] for r in rows])), 3),
+        "coverage": round(float(np.mean(cov)), 3) if cov else None,
+        "mean_tokens": round(float(np.mean([r["tokens"] for r in rows])), 1),
+        "mean_passages": round(float(np.mean([r["passages"] for r in rows])), 1),
+        "p50_ms": round(float(np.percentile(ms, 50)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+    }
+
+
+def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
+    out_file = RESULTS / "graphs.json"
+    results = json.loads(out_file.read_text()) if out_file.exists() else {"graphs": {}}
+    for name in graphs:
+        with open_instance(name) as gs:
+            print(f"[{name}] building (or reusing) the graph", file=sys.stderr)
+            meta = build(gs, name)
+            if build_only:
+                continue
+            qs = questions_of(name)
+            rows = {}
+            for m in methods:
+                print(f"[{name}] {m}", file=sys.stderr)
+                rows[m] = summarize(measure(gs, name, m, qs))
+            results["graphs"][name] = {"build": meta, "questions": len(qs), "methods": rows, "machine": machine()}
+    if build_only:
+        return results
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out_file.write_text(json.dumps(results, indent=2))
+    md = [
+        "# Retrieval on three graphs (no LLM)",
+        "",
+        f"top_k {TOP_K}, budget {BUDGET} tokens. Recall@k over the passages present in the returned, packed "
+        "context, in order. Coverage: gold answer (or alias) in that context, yes/no questions excluded.",
+        "",
+    ]
+    for name, g in results["graphs"].items():
+        b = g["build"]
+        md += [
+            f"## {name} ({g['questions']} questions; {g['machine']['when']}, {g['machine']['cpus']} CPUs)",
+            "",
+            f"Build: ingest {b['ingest_seconds']} s, augment {b['augment_seconds']} s.",
+            "",
+            "| method | Recall@2 | Recall@5 | Coverage | passages | tokens | p50 ms | p95 ms |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for m, r in g["methods"].items():
+            cov = "-" if r["coverage"] is None else f"{r['coverage']:.3f}"
+            md.append(
+                f"| {m} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {cov} | {r['mean_passages']} "
+                f"| {r['mean_tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
+            )
+        md.append("")
+    (RESULTS / "graphs.md").write_text("\n".join(md))
+    print("\n".join(md))
+    return results
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--graphs", default=",".join(GRAPHS), help="comma-separated: " + ", ".join(GRAPHS))
+    ap.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="comma-separated method names")
+    ap.add_argument("--build-only", action="store_true", help="build (or reuse) the graphs, run no questions")
+    a = ap.parse_args()
+    known = set(available_methods())
+    bad = [m for m in a.methods.split(",") if m not in known]
+    if bad:
+        ap.error(f"unknown methods {bad}")
+    run(a.graphs.split(","), a.methods.split(","), a.build_only)

@@ -1,0 +1,39 @@
+"""Entity resolution (augment stage ``entity_synonyms``): SYNONYM links between knowledge-graph
+entities that name the same thing, by the rules of :mod:`graphstrata.algorithms.synonyms`. PPR,
+query linking and the analysts' path queries follow them; entities keep their own identity."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphstrata.algorithms.synonyms import Named, embedding_links, merge_links, string_links
+from graphstrata.augment import AugmentContext, StageReport, stage
+from graphstrata.cypher import query
+from graphstrata.ingest.extract import normalize_name
+
+#: Cosine of name embeddings above which two entities are synonyms (HippoRAG 2 uses 0.8 with a
+#: larger embedder; all-MiniLM-L6-v2 puts unrelated short names closer, so a stricter default).
+SYNONYM_THRESHOLD = 0.9
+
+
+@stage("entity_synonyms", order=12)
+def entity_synonyms(ctx: AugmentContext) -> StageReport:
+    threshold = float(ctx.params.get("synonym_threshold", SYNONYM_THRESHOLD))
+    rows = ctx.db.read(query("augment.entities_for_resolution"))
+    ents = [Named(r["id"], r["name"], r["normalized"], r["type"]) for r in rows]
+    embedded = [(e, r["embedding"]) for e, r in zip(ents, rows, strict=True) if r["embedding"] is not None]
+    vectors = np.array([v for _, v in embedded], dtype=np.float32) if embedded else np.zeros((0, 1), np.float32)
+    links = merge_links(
+        string_links(ents, normalize_name), embedding_links([e for e, _ in embedded], vectors, threshold)
+    )
+    ctx.db.auto(query("augment.delete_synonyms"))
+    ctx.db.write_batches(query("augment.write_synonyms"), links)
+    by_rule: dict[str, int] = {}
+    for link in links:
+        for rule in link["rules"]:
+            by_rule[rule] = by_rule.get(rule, 0) + 1
+    return StageReport(
+        stage="entity_synonyms",
+        counts={"entities": len(ents), "links": len(links), **by_rule},
+        notes={"threshold": threshold},
+    )
