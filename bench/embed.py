@@ -5,8 +5,7 @@
 The texts are what an ingest of hotpotqa_dev100 embeds: each passage as a chunk ("title\\ntext"),
 its sentences, and its title as a name. Both runtimes embed the whole set in every round, in
 alternating order (the machine is shared: a load spike then hits both alike), with the vector
-cache off. Also reported: the numpy path with one BLAS thread vs one per core, and the largest
-cosine distance between the two runtimes' vectors.
+cache off. Also reported: the smallest between the two runtimes' vectors.
 """
 
 from __future__ import annotations
@@ -32,17 +31,6 @@ def texts_of(n_passages: int) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def blas_threads(n: int | None):
-    """A context limiting numpy's BLAS pool (threadpoolctl when installed; else a no-op)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=n, user_api="blas")
-
-
 def main() -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passages", type=int, default=200, help="passages of hotpotqa_dev100 whose texts are embedded")
@@ -59,18 +47,16 @@ def main() -> dict:
     fast = MiniLMEmbedder(runtime="onnx")
     load_onnx = time.perf_counter() - t
     tokens = sum(len(e.ids) for e in fast.tokenizer.encode_batch(texts))
-    runs: dict[str, list[float]] = {"numpy": [], "numpy_1_thread": [], "onnx": []}
+    runs: dict[str, list[float]] = {"numpy": [], "onnx": []}
     loads: list[float] = []
     vecs: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
-        order = ["numpy", "onnx", "numpy_1_thread"] if r % 2 == 0 else ["onnx", "numpy_1_thread", "numpy"]
-        for name in order:
+        for name in ("numpy", "onnx") if r % 2 == 0 else ("onnx", "numpy"):
             emb = fast if name == "onnx" else ref
-            with blas_threads(1 if name == "numpy_1_thread" else None):
-                loads.append(os.getloadavg()[0])
-                t = time.perf_counter()
-                vecs[name] = emb.compute(texts)
-                runs[name].append(time.perf_counter() - t)
+            loads.append(os.getloadavg()[0])
+            t = time.perf_counter()
+            vecs[name] = emb.compute(texts)
+            runs[name].append(time.perf_counter() - t)
             print(f"round {r + 1} {name}: {runs[name][-1]:.2f} s", flush=True)
     cos = np.sum(vecs["numpy"] * vecs["onnx"], axis=1)
     rate = {k: len(texts) / float(np.median(v)) for k, v in runs.items()}
@@ -99,7 +85,7 @@ def main() -> dict:
             "",
             "| runtime | median s | texts/s | tokens/s |",
             "|---|---|---|---|",
-            *(f"| {k} | {np.median(v):.2f} | {rate[k]:.0f} | {tokens / np.median(v):.0f} |" for k, v in runs.items()),
+            *(f"| {k} | {np.median(v):.2f} | {rate[k]:.1f} | {tokens / np.median(v):.0f} |" for k, v in runs.items()),
             "",
             f"onnxruntime / numpy: **{data['speedup_onnx_over_numpy']}x** texts/s; "
             f"smallest cosine between the two runtimes' vectors: {cos.min():.7f}. "
