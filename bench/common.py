@@ -19,6 +19,8 @@ DATA = Path(os.environ.get("GRAPHSTRATA_BENCH_DATA", ROOT.parent / "shared" / "d
 
 def bench_settings() -> Settings:
     base = get_settings()
+    if "GRAPHSTRATA_EMBED_CACHE" not in os.environ:  # benchmarks time the model, not the vector cache
+        base = base.model_copy(update={"embed_cache": False})
     if base.neo4j_uri:
         return base
     from graphstrata.neo4j_local import Instance

@@ -364,7 +364,7 @@ def augment(
         params[key] = json.loads(value) if _is_json(value) else value
     try:
         with GraphStrata() as gs:
-            reports = gs.augment(stage or None, **params)
+            reports = gs.augment(stage or None, progress=True, **params)
     except (ConnectionError_, ValueError) as e:
         _fail(str(e))
     table = Table("stage", "seconds", "counts", title="augment")

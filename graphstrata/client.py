@@ -161,9 +161,12 @@ class GraphStrata:
             from graphstrata.llm import LLMClient
 
             llm = LLMClient.from_settings(self.settings)
+        from graphstrata.retrieval.noderag import warm
+
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
         reports = run(ctx, stages)
         self.db.write(query("meta.touch"))
+        warm(self.db, self.settings.gds_concurrency)  # the first noderag question finds its projection built
         return reports
 
     # --- questions ----------------------------------------------------------------------------

@@ -71,6 +71,17 @@ class Settings(BaseSettings):
         description="Vector size of a remote embedding model (the local model knows its own: 384).",
     )
     embed_batch_size: int = Field(64, validation_alias=AliasChoices("GRAPHSTRATA_EMBED_BATCH_SIZE"))
+    embed_runtime: str = Field(
+        "onnx",
+        validation_alias=AliasChoices("GRAPHSTRATA_EMBED_RUNTIME"),
+        description="Runtime of the local model: `onnx` (onnxruntime, fast) or `numpy` (the reference).",
+    )
+    embed_cache: bool = Field(
+        True,
+        validation_alias=AliasChoices("GRAPHSTRATA_EMBED_CACHE"),
+        description="Keep every computed vector in `cache_dir/vectors` (SQLite, per model) so no text is "
+        "embedded twice across runs.",
+    )
     openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
     chat_model: str | None = Field(

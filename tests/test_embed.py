@@ -1,15 +1,20 @@
-"""The numpy MiniLM encoder against an independent float64 reference written plainly, per sequence."""
+"""The MiniLM encoder's two runtimes (numpy, onnxruntime) against an independent float64 reference
+written plainly, per sequence, and against each other; the content-addressed vector cache."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import multiprocessing
+from pathlib import Path
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 from scipy.special import erf
 
-from graphstrata.embed import MiniLMEmbedder, get_embedder, model_dir
+from graphstrata.embed import RUNTIMES, MiniLMEmbedder, get_embedder, model_dir
+from graphstrata.vector_cache import VectorCache
 
 
 def reference_embedding(text: str) -> np.ndarray:
@@ -58,20 +63,52 @@ TEXTS = [
 ]
 
 
+@pytest.fixture(scope="module", params=RUNTIMES)
+def runtime(request) -> MiniLMEmbedder:
+    """Each runtime with no vector cache: what is tested is computed, never read back."""
+    return MiniLMEmbedder(runtime=request.param)
+
+
 @pytest.mark.parametrize("text", TEXTS)
-def test_matches_float64_reference(text: str) -> None:
-    ours = get_embedder().embed([text])[0]
+def test_matches_float64_reference(runtime: MiniLMEmbedder, text: str) -> None:
+    ours = runtime.compute([text])[0]
     ref = reference_embedding(text)
     assert ours.dtype == np.float32 and ours.shape == (384,)
     assert np.abs(ours - ref).max() < 2e-5
     assert float(ours @ ref) > 0.99999
 
 
-def test_padding_does_not_change_a_vector() -> None:
-    emb = get_embedder()
+def test_onnx_matches_numpy_on_mixed_lengths() -> None:
+    """Batches of every length bucket (names, sentences, passages, truncated text) agree to cosine 0.999."""
+    words = [
+        "graph",
+        "retrieval",
+        "augmented",
+        "generation",
+        "with",
+        "Neo4j",
+        "and",
+        "personalized",
+        "PageRank",
+        "over",
+        "entities",
+    ]
+    rng = np.random.default_rng(7)
+    texts = [" ".join(rng.choice(words, size=n)) for n in (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 400)]
+    texts += [*TEXTS, "", "Kur"]
+    ref = MiniLMEmbedder(runtime="numpy").compute(texts)
+    fast = MiniLMEmbedder(runtime="onnx").compute(texts)
+    cos = np.sum(ref * fast, axis=1)
+    assert cos.min() > 0.999, cos
+    assert np.abs(ref - fast).max() < 1e-4
+
+
+def test_padding_does_not_change_a_vector(runtime: MiniLMEmbedder) -> None:
     short = "Paris is the capital of France."
-    alone = emb.embed([short])[0]
-    batched = emb.embed([short, "word " * 200, "A much longer sentence, padded against the short one in a batch."])[0]
+    alone = runtime.compute([short])[0]
+    batched = runtime.compute(
+        [short, "word " * 200, "A much longer sentence, padded against the short one in a batch."]
+    )[0]
     np.testing.assert_allclose(alone, batched, atol=1e-5)
 
 
@@ -90,3 +127,92 @@ def test_long_text_is_truncated_not_rejected() -> None:
     emb = MiniLMEmbedder(batch_size=2)
     v = emb.embed(["token " * 5000])
     assert v.shape == (1, 384) and np.isfinite(v).all()
+
+
+# --- the vector cache ----------------------------------------------------------------------------
+
+
+def fake_vectors(texts: list[str], progress=None) -> np.ndarray:
+    """A deterministic stand-in model: one unit vector per text, from its hash."""
+    out = np.stack(
+        [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big")).standard_normal(8)
+            for t in texts
+        ]
+    ).astype(np.float32)
+    if progress:
+        progress(len(texts))
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def __call__(self, texts: list[str], progress=None) -> np.ndarray:
+        self.seen += texts
+        return fake_vectors(texts, progress)
+
+
+def test_cache_embeds_each_text_once_across_instances(tmp_path) -> None:
+    first = Counting()
+    a = VectorCache(tmp_path, "local:m", 8)
+    got = a.embed(["x", "y", "x", "z"], first)
+    assert first.seen == ["x", "y", "z"]  # a repeat within one call is computed once
+    np.testing.assert_array_equal(got[0], got[2])
+    # a new process (here: a new cache object, empty memory) reads the file
+    second = Counting()
+    done: list[int] = []
+    b = VectorCache(tmp_path, "local:m", 8)
+    again = b.embed(["z", "x", "w"], second, done.append)
+    assert second.seen == ["w"]
+    assert sum(done) == 3  # progress counts cached texts too
+    np.testing.assert_array_equal(again[0], got[3])
+    np.testing.assert_array_equal(again[1], got[0])
+    # another model never sees these vectors
+    other = Counting()
+    VectorCache(tmp_path, "other-model", 8).embed(["x"], other)
+    assert other.seen == ["x"]
+
+
+def test_embedder_fills_and_reads_the_cache(tmp_path) -> None:
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path)
+    texts = ["A man is eating food.", "The stock market fell sharply."]
+    v = emb.embed(texts)
+    assert emb.cache.misses == 2
+    fresh = MiniLMEmbedder(runtime="numpy", cache_dir=tmp_path)  # same model name: same vectors
+    w = fresh.embed(texts)
+    assert fresh.cache.hits == 2 and fresh.cache.misses == 0
+    np.testing.assert_array_equal(v, w)
+
+
+def test_unusable_cache_folder_is_a_miss_not_an_error(tmp_path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")
+    counting = Counting()
+    cache = VectorCache(blocker, "local:m", 8)
+    v = cache.embed(["x", "y"], counting)
+    assert v.shape == (2, 8) and counting.seen == ["x", "y"]
+    assert cache.path is None  # given up on, once
+
+
+def _writer(folder: str, start: int) -> None:
+    cache = VectorCache(Path(folder), "local:m", 8)
+    for i in range(start, start + 600, 50):  # many small transactions, interleaving with the others
+        cache.embed([f"text {j}" for j in range(i, i + 50)], fake_vectors)
+
+
+def test_concurrent_processes_share_the_cache(tmp_path) -> None:
+    """Three processes writing overlapping texts at once: every vector lands, whole and correct."""
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), s)) for s in (0, 300, 600)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    texts = [f"text {j}" for j in range(1200)]
+    reader = Counting()
+    got = VectorCache(tmp_path, "local:m", 8).embed(texts, reader)
+    assert reader.seen == []
+    np.testing.assert_array_equal(got, fake_vectors(texts))

@@ -84,6 +84,13 @@ def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
     return gs
 
 
+def test_augment_leaves_the_projection_built(corpus: GraphStrata) -> None:
+    """No cold start: the first noderag question after augment reuses the projection augment built."""
+    assert GDS(corpus.db).exists("gs_" + GRAPH)
+    r = corpus.retrieve("Who wrote The Hukilau Song?", "noderag")
+    assert r.notes["projection_reused"] is True
+
+
 def test_noderag_finds_the_bridge_passage(corpus: GraphStrata) -> None:
     r = corpus.retrieve("Who directed the film that was shot in or around Leland, North Carolina in 1986?", "noderag")
     assert {"Leland", "North Carolina"} <= set(r.notes["entities"])

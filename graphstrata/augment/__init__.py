@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
+from graphstrata.progress import Tracker
 
 
 @dataclass
@@ -25,6 +26,11 @@ class AugmentContext:
     progress: bool = False
     llm: Any = None  # an LLMClient when a model is configured, else None (no-LLM substitutes)
     params: dict[str, Any] = field(default_factory=dict)  # stage-specific overrides
+    on_progress: Callable[[str, int, int], None] | None = None  # on_progress(step, done, total)
+    tracker: Tracker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tracker = Tracker(self.progress, self.on_progress)
 
 
 class StageReport(BaseModel):
@@ -71,9 +77,16 @@ def run(ctx: AugmentContext, names: list[str] | None = None) -> list[StageReport
     if unknown:
         raise ValueError(f"unknown augment stage(s) {unknown}; available: {', '.join(pipeline)}")
     reports = []
-    for name in [n for n in pipeline if not names or n in names]:
-        t = time.perf_counter()
-        report = STAGES[name](ctx)
-        report.seconds = round(time.perf_counter() - t, 3)
-        reports.append(report)
+    todo = [n for n in pipeline if not names or n in names]
+    try:
+        with ctx.tracker.stage("augment", len(todo)) as advance:
+            for name in todo:
+                t = time.perf_counter()
+                with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
+                    report = STAGES[name](ctx)
+                report.seconds = round(time.perf_counter() - t, 3)
+                reports.append(report)
+                advance(1)
+    finally:
+        ctx.tracker.close()
     return reports

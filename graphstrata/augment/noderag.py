@@ -88,40 +88,56 @@ def important_entities(ctx: AugmentContext) -> StageReport:
 
 
 def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> list[dict]:
-    rows = []
     contexts = []
     for start in range(0, len(ids), 500):
         contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500], max_items=12)
-    for c in contexts:
-        vec_of = _stored_vectors(ctx, c["relations"] + c["units"])
-        texts = list(vec_of)
-        vectors = np.array([vec_of[t] for t in texts]) if texts else None
-        text, extractor = summarize(
-            texts, ctx.embedder, ctx.llm, ATTRIBUTE_PROMPT.format(name=c["name"]), "attribute", vectors=vectors
-        )
-        rows.append(
-            {
-                "entity": c["id"],
-                "id": _hid("attribute", c["id"]),
-                "text": f"{c['name']}: {text}".strip(),
-                "extractor": extractor,
-                "core": cores.get(c["id"]),
-                "betweenness": betweenness.get(c["id"]),
-            }
-        )
-    embeddings = ctx.embedder.embed([r["text"] for r in rows])
-    for r, v in zip(rows, embeddings, strict=True):
-        r["embedding"] = v.tolist()
+    groups = [c["relations"] + c["units"] for c in contexts]
+    prompts = [ATTRIBUTE_PROMPT.format(name=c["name"]) for c in contexts]
+    summaries = _summaries(ctx, groups, prompts, "attribute")
+    rows = [
+        {
+            "entity": c["id"],
+            "id": _hid("attribute", c["id"]),
+            "text": f"{c['name']}: {text}".strip(),
+            "extractor": extractor,
+            "core": cores.get(c["id"]),
+            "betweenness": betweenness.get(c["id"]),
+        }
+        for c, (text, extractor) in zip(contexts, summaries, strict=True)
+    ]
+    _embed_rows(ctx, rows, "attribute vectors")
     return rows
 
 
-def _stored_vectors(ctx: AugmentContext, items: list[dict]) -> dict[str, np.ndarray]:
-    """text -> vector for {text, embedding} maps, using the stored vectors (embedding only the missing)."""
-    out = {i["text"]: np.asarray(i["embedding"], dtype=np.float32) for i in items if i["text"] and i.get("embedding")}
-    missing = [i["text"] for i in items if i["text"] and i["text"] not in out]
-    if missing:
-        out.update(zip(missing, ctx.embedder.embed(missing), strict=True))
-    return out
+def _summaries(ctx: AugmentContext, groups: list[list[dict]], prompts: list[str], step: str) -> list[tuple[str, str]]:
+    """One summary per group of {text, embedding} items: the LLM's (concurrent calls) or extractive.
+
+    Vectors come from the stored embeddings; the few items without one are embedded together, in
+    one call for all the groups rather than one per group."""
+    missing = list(dict.fromkeys(i["text"] for g in groups for i in g if i["text"] and not i.get("embedding")))
+    fresh = dict(zip(missing, ctx.embedder.embed(missing), strict=True)) if missing else {}
+
+    def one(k: int) -> tuple[str, str]:
+        vec_of = {i["text"]: i.get("embedding") or fresh[i["text"]] for i in groups[k] if i["text"]}
+        texts = list(vec_of)
+        vectors = np.array([vec_of[t] for t in texts], dtype=np.float32) if texts else None
+        return summarize(texts, ctx.embedder, ctx.llm, prompts[k], step, vectors=vectors)
+
+    with ctx.tracker.stage(f"{step} summaries", len(groups)) as advance:
+        if ctx.llm is None:
+            out = []
+            for k in range(len(groups)):
+                out.append(one(k))
+                advance(1)
+            return out
+        return ctx.llm.map(one, range(len(groups)), progress=lambda done, total: advance(1))
+
+
+def _embed_rows(ctx: AugmentContext, rows: list[dict], step: str) -> None:
+    with ctx.tracker.stage(step, len(rows)) as advance:
+        vecs = ctx.embedder.embed([r["text"] for r in rows], advance)
+    for r, v in zip(rows, vecs, strict=True):
+        r["embedding"] = v.tolist()
 
 
 @stage("communities", order=40)
@@ -160,29 +176,30 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
     for start in range(0, len(community_ids), 500):
         groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
     groups = [g for g in groups if len(g["texts"]) >= min_texts]
-    rows = []
-    for g in groups:
-        vec_of = _stored_vectors(ctx, g["texts"])
-        texts = list(vec_of)
-        text, extractor = summarize(
-            texts, ctx.embedder, ctx.llm, HIGH_LEVEL_PROMPT, "high_level", vectors=np.array([vec_of[t] for t in texts])
-        )
-        if ctx.llm is not None:
-            title = ctx.llm.chat([{"role": "user", "content": f"{TITLE_PROMPT}\n\n{text}"}], stage="overview").strip()
-        else:  # keyphrase title: the community's best-connected entity names
-            title = ", ".join(g["names"][:3]) or text[:60]
-        rows.append(
-            {
-                "community": g["id"],
-                "id": _hid("high_level", g["id"]),
-                "overview_id": _hid("overview", g["id"]),
-                "text": text,
-                "title": title,
-                "extractor": extractor,
-            }
-        )
-    for r, v in zip(rows, ctx.embedder.embed([r["text"] for r in rows]), strict=True):
-        r["embedding"] = v.tolist()
+    summaries = _summaries(ctx, [g["texts"] for g in groups], [HIGH_LEVEL_PROMPT] * len(groups), "high_level")
+    if ctx.llm is not None:
+        with ctx.tracker.stage("overview titles", len(groups)) as advance:
+            titles = ctx.llm.map(
+                lambda text: ctx.llm.chat(
+                    [{"role": "user", "content": f"{TITLE_PROMPT}\n\n{text}"}], stage="overview"
+                ).strip(),
+                [text for text, _ in summaries],
+                progress=lambda done, total: advance(1),
+            )
+    else:  # keyphrase title: the community's best-connected entity names
+        titles = [", ".join(g["names"][:3]) or text[:60] for g, (text, _) in zip(groups, summaries, strict=True)]
+    rows = [
+        {
+            "community": g["id"],
+            "id": _hid("high_level", g["id"]),
+            "overview_id": _hid("overview", g["id"]),
+            "text": text,
+            "title": title,
+            "extractor": extractor,
+        }
+        for g, (text, extractor), title in zip(groups, summaries, titles, strict=True)
+    ]
+    _embed_rows(ctx, rows, "high_level vectors")
     return rows
 
 

@@ -352,11 +352,13 @@ def _summarise(
                 (LEAF_PROMPT if n.level == 1 else SUMMARY_PROMPT).format(tokens=max_tokens, content=c)
                 for _, n, c in jobs
             ]
-            results = ctx.llm.map(
-                lambda prompt: ctx.llm.chat([{"role": "user", "content": prompt}], stage="summary"),
-                prompts,
-                return_exceptions=True,
-            )
+            with ctx.tracker.stage(f"summaries level {level}", len(prompts)) as advance:
+                results = ctx.llm.map(
+                    lambda prompt: ctx.llm.chat([{"role": "user", "content": prompt}], stage="summary"),
+                    prompts,
+                    return_exceptions=True,
+                    progress=lambda done, total: advance(1),
+                )
             for (p, n, _), res in zip(jobs, results, strict=True):
                 if isinstance(res, BaseException):
                     if not isinstance(res, LLMError):
@@ -370,13 +372,15 @@ def _summarise(
             per_job = [sentences(c) for _, _, c in jobs]
             todo = sorted({s for ss in per_job for s in ss if s not in sent_vecs})
             if todo:
-                for s, v in zip(todo, ctx.embedder.embed(todo), strict=True):
-                    sent_vecs[s] = v
+                with ctx.tracker.stage(f"sentences level {level}", len(todo)) as advance:
+                    for s, v in zip(todo, ctx.embedder.embed(todo, advance), strict=True):
+                        sent_vecs[s] = v
             for (_, n, _), ss in zip(jobs, per_job, strict=True):
                 vecs = np.stack([sent_vecs[s] for s in ss]) if ss else np.zeros((0, ctx.embedder.dim))
                 n.text = extractive_summary(ss, vecs, max_tokens)
         done = [(p, n) for p, n, _ in jobs if p.doc_id not in failed]
-        vecs = ctx.embedder.embed([f"{p.title}\n{n.text}" for p, n in done]) if done else []
+        with ctx.tracker.stage(f"summary vectors level {level}", len(done)) as advance:
+            vecs = ctx.embedder.embed([f"{p.title}\n{n.text}" for p, n in done], advance) if done else []
         for (p, n), v in zip(done, vecs, strict=True):
             texts[n.id] = n.text or ""
             rows[p.doc_id].append(

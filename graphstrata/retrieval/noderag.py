@@ -22,7 +22,8 @@ from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
-from graphstrata.gds import GDS
+from graphstrata.db import Database
+from graphstrata.gds import GDS, Projection
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -42,6 +43,14 @@ VECTOR_INDEXES = {
     "Chunk": "chunk_embedding",
 }
 GRAPH = "noderag_heterograph"
+
+
+def warm(db: Database, concurrency: int = 2) -> Projection | None:
+    """Build the heterograph projection now, so that the first question does not (after augment,
+    at server start). Kept while fresh; None for a graph without chunks (nothing to project)."""
+    if not db.read_one(query("augment.label_present"), label="Chunk")["present"]:
+        return None
+    return GDS(db, concurrency).project_cypher(GRAPH, query("noderag.project_heterograph"))
 
 
 class NodeRAGParams(RetrieverParams):

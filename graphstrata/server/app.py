@@ -147,9 +147,20 @@ class ServerState:
         get_nlp()  # spaCy (query entities) loads once, not inside the first question
         self.jobs.start()
         try:
-            self.gs()
+            gs = self.gs()
         except Exception as e:  # serve anyway: /health says what is wrong, requests get 503
             log.warning("not connected to Neo4j yet: %s", e)
+        else:
+            threading.Thread(target=self._warm, args=(gs,), name="warm-noderag", daemon=True).start()
+
+    def _warm(self, gs: Any) -> None:
+        """The NodeRAG projection, built in the background at start: the first question finds it."""
+        from graphstrata.retrieval.noderag import warm
+
+        try:
+            warm(gs.db, self.settings.gds_concurrency)
+        except Exception as e:  # a question builds it on demand as before
+            log.warning("NodeRAG projection not prepared at start: %s", e)
 
     def gs(self) -> Any:
         """The shared GraphStrata, connected on first use (and again after a failed attempt)."""
@@ -616,5 +627,8 @@ def run_ingest(state: ServerState, docs: list[Any], options: Any, stages: list[s
             reports += run(ctx, [name])
         progress("augment", len(stages), len(stages))
         gs.db.write(query("meta.touch"))
+        from graphstrata.retrieval.noderag import warm
+
+        warm(gs.db, state.settings.gds_concurrency)  # the first noderag question finds its projection built
         out["augment"] = [r.model_dump(mode="json") for r in reports]
     return out

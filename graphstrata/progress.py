@@ -1,0 +1,78 @@
+"""Progress of long stages: a terminal bar with count, rate and time left, and/or a callback
+``on_progress(stage, done, total)`` (the HTTP server's job progress)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+Advance = Callable[[int], None]
+
+
+def _rate_column():
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Items per second over rich's recent-speed window (blank until it has two samples)."""
+
+        def render(self, task) -> Text:
+            return Text(f"{task.speed:,.0f}/s" if task.speed else "", style="progress.data.speed")
+
+    return RateColumn()
+
+
+class Tracker:
+    """``with tracker.stage(name, total) as advance: ... advance(n)``; a no-op when neither shown nor observed."""
+
+    def __init__(self, show: bool = False, on_progress: Callable[[str, int, int], None] | None = None) -> None:
+        self.show = show
+        self.on_progress = on_progress
+        self.bar = None
+
+    def _start(self) -> None:
+        if self.show and self.bar is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description:<22}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _rate_column(),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
+            self.bar.start()
+
+    @contextlib.contextmanager
+    def stage(self, name: str, total: int | None) -> Iterator[Advance]:
+        self._start()
+        done = [0]
+        task = self.bar.add_task(name, total=total) if self.bar is not None else None
+
+        def advance(n: int = 1) -> None:
+            done[0] += n
+            if task is not None:
+                self.bar.advance(task, n)
+            if self.on_progress is not None and total:
+                self.on_progress(name, done[0], total)
+
+        try:
+            yield advance
+        finally:
+            if task is not None and total is None:
+                self.bar.update(task, total=1, completed=1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
