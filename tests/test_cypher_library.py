@@ -172,10 +172,10 @@ def check_entity_provenance(db: Database, gs: GraphStrata) -> None:
 
 
 def check_entity_neighbourhood(db: Database, gs: GraphStrata) -> None:
-    rows = run_q(db, "entity_neighbourhood", entity="leland", per_type=5)
+    rows = run_q(db, "entity_neighbourhood", entity="new testament", per_type=5)
     layers = {r["layer"] for r in rows}
-    assert {"knowledge graph", "noderag", "similarity", "community"} <= layers
-    assert any(r["relationship"] == "RELATED" for r in rows)
+    assert {"knowledge graph", "noderag", "similarity", "community", "text"} <= layers
+    assert any(r["relationship"] == "RELATED" and r["caption"] == "Ladakh" for r in rows)
     assert not any(r["relationship"] == "CO_OCCURS" for r in rows)  # E2GraphRAG's term layer, not the KG
     per_type: dict[str, int] = {}
     for r in rows:
@@ -184,9 +184,11 @@ def check_entity_neighbourhood(db: Database, gs: GraphStrata) -> None:
 
 
 def check_entity_relations(db: Database, gs: GraphStrata) -> None:
-    rows = run_q(db, "entity_relations", entity="leland")
-    assert rows and all("Leland" in (r["subject"], r["object"]) for r in rows)
-    assert any(r["subject"] == "Leland" and r["predicate"] == "be" and r["object"] == "town" for r in rows)
+    rows = run_q(db, "entity_relations", entity="new testament")
+    assert rows and all("New Testament" in (r["subject"], r["object"]) for r in rows)
+    assert any(
+        r["subject"] == "New Testament" and r["predicate"] == "printed in" and r["object"] == "Ladakh" for r in rows
+    )
 
 
 def check_shortest_paths(db: Database, gs: GraphStrata) -> None:

@@ -176,7 +176,7 @@ def test_common_nouns_stay_out_of_the_knowledge_graph(gs: GraphStrata) -> None:
     tagged = {t.lemma_.lower() for t in get_nlp()(NOUNS) if t.pos_ == "NOUN"}
     assert nouns & tagged, "spaCy no longer tags the test's nouns: pick others"
     assert not kg & tagged, f"common nouns in the KG layer: {kg & tagged}"
-    assert {"vera rubin", "arizona"} <= kg
+    assert "arizona" in kg and any("rubin" in n for n in kg)
     assert tagged <= set(terms), "E2GraphRAG lost nouns"
     assert {terms[n] for n in tagged} == {"NOUN"}
     assert db.read_one("MATCH (:Entity)-[r:CO_OCCURS]-() RETURN count(r) AS n") == {"n": 0}

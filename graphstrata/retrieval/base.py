@@ -119,7 +119,10 @@ def dedupe(items: list[ContextItem]) -> list[ContextItem]:
             out.append(it)
             plain.append(t)
             continue
-        merged = it.model_copy(update={"chunk_ids": list(it.chunk_ids)})
+        # it keeps the best rank (and score) of the items it holds
+        merged = it.model_copy(
+            update={"chunk_ids": list(it.chunk_ids), "score": max([it.score] + [out[i].score for i in inside])}
+        )
         for i in inside:
             merged.chunk_ids += [c for c in out[i].chunk_ids if c not in merged.chunk_ids]
         first = inside[0]
