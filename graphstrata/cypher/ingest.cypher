@@ -76,7 +76,7 @@ WHERE r.embedding IS NOT NULL AND e.embedding IS NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', r.embedding);
 
 // name: write_mentions
-// The entity<->chunk indexes of E2GraphRAG: MENTIONS with the number of occurrences. Each edge also
+// The knowledge graph's chunk->entity provenance: MENTIONS with the number of occurrences. Each edge also
 // records what this chunk says of the entity: the surface `name`, the spaCy pass's NER `label`
 // (null if it did not see it) and the chunk extraction's `extractor`, `type` and `description`
 // (null if the extraction does not name it) — the per-chunk facts entity aggregates are made of.

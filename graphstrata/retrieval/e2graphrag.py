@@ -8,7 +8,7 @@
 3. Graph filter (Eq. 1): the pairs of query entities within ``hops`` (h) hops of each other on the
    ``CO_OCCURS`` graph.
 4. No pair → **global+occurrence**: the ``2·top_k`` nearest collapsed-tree nodes, re-ranked by
-   the occurrences of the query entities (a chunk: the sum of its ``MENTIONS`` counts; a summary:
+   the occurrences of the query entities (a chunk: the sum of its ``HAS_TERM`` counts; a summary:
    the sum over its children, i.e. over the chunks below it), ``top_k`` kept (Occurrence Ranking).
 5. Otherwise **local**: index mapping (Eq. 2) — the chunks mentioning both entities of a pair,
    united over the pairs; while that is more than ``max_chunks`` (25, Algorithm 1 line 11) chunks,
