@@ -594,6 +594,9 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     def stats() -> dict[str, Any]:
         return state.gs().stats()
 
+    from graphstrata.server import openai_compat
+
+    app.include_router(openai_compat.router(state))
     return app
 
 
