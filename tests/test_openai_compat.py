@@ -19,23 +19,22 @@ from graphstrata.generate import NO_MODEL
 from graphstrata.retrieval.base import METHODS, _load_methods
 
 try:
-    from tests.test_server import KEY, ROOT, STARTUP_S, Server, free_port, ingested, serve_cmd, server, server_env
-    from tests.test_server import fake as fake  # noqa: F401  (fixtures used by the ones above)
+    from tests.test_server import KEY, ROOT, STARTUP_S, Server, fake, free_port, ingested, serve_cmd, server, server_env
 except ModuleNotFoundError:  # tests/ is no package
     from test_server import (  # type: ignore[no-redef]
         KEY,
         ROOT,
         STARTUP_S,
         Server,
+        fake,
         free_port,
         ingested,
         serve_cmd,
         server,
         server_env,
     )
-    from test_server import fake as fake  # type: ignore[no-redef]  # noqa: F401
 
-__all__ = ["ingested", "server"]  # pytest fixtures, imported for this module
+__all__ = ["fake", "ingested", "server"]  # pytest fixtures (`fake` is one `server` depends on)
 
 
 def client_for(url: str) -> openai.OpenAI:

@@ -197,4 +197,3 @@ def router(state: Any) -> APIRouter:
         return completion(cid, body.model, text)
 
     return api
-
