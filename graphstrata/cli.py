@@ -438,6 +438,37 @@ def serve(
     uvicorn.run(api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10)
 
 
+@app.command("mcp")
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP at /mcp instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="--http: address; beyond loopback it needs GRAPHSTRATA_API_KEY.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="--http: TCP port.")] = 8001,
+) -> None:
+    """Run the MCP server (tools retrieve, ask, methods, list_documents, ingest_text, delete_document,
+    cypher; resources: the data model and each method). Over stdio by default; with --http the same
+    API key (GRAPHSTRATA_API_KEY) and body limit as `serve`."""
+    from graphstrata.mcp_server import build, http_app
+    from graphstrata.server import InsecureBind
+
+    settings = get_settings()
+    server, graph = build(settings)
+    try:
+        if not http:
+            server.run("stdio")
+            return
+        import uvicorn
+
+        try:
+            api = http_app(server, settings, host)
+        except InsecureBind as e:
+            _fail(str(e), code=2)
+        uvicorn.run(api, host=host, port=port, timeout_graceful_shutdown=10)
+    finally:
+        graph.close()
+
+
 # --- exploration: Neo4j Browser and the analysts' Cypher library ------------------------------
 @app.command("browser")
 def browser(
