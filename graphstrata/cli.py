@@ -318,6 +318,40 @@ def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or 
         console.print(f"deleted {d['title']!r} ({d['id']})", highlight=False)
 
 
+class DocStatus(StrEnum):
+    processed = "processed"
+    failed = "failed"
+
+
+@app.command("documents")
+def documents_cmd(
+    status: Annotated[DocStatus | None, typer.Option(help="Only documents of this status.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+) -> None:
+    """The graph's documents: status (processed, or failed with the reason), chunks, chunks whose
+    extraction failed, when last ingested. (Queued and processing documents are the server's: GET /documents.)"""
+    from graphstrata import documents
+    from graphstrata.db import ConnectionError_, Database
+
+    try:
+        with Database.from_settings() as db:
+            docs = documents.in_graph(db)
+    except ConnectionError_ as e:
+        _fail(str(e))
+    chosen = [d for d in docs if status is None or d.status == status.value]
+    if as_json:
+        print(json.dumps([d.model_dump(mode="json", exclude_none=True) for d in chosen], indent=2, ensure_ascii=False))
+        return
+    table = Table("title", "status", "chunks", "failed chunks", "last ingested", "source", "reason")
+    for d in chosen:
+        table.add_row(
+            d.title, d.status, str(d.chunks), str(d.failed_chunks), d.ingested_at or "", d.source, d.reason or ""
+        )
+    out = Console(width=None if sys.stdout.isatty() else 250)
+    out.print(table, highlight=False)
+    out.print(f"[dim]{len(chosen)} document(s)[/]")
+
+
 @app.command("augment")
 def augment(
     stage: Annotated[

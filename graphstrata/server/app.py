@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.server.documents import DocumentTracker
 from graphstrata.server.errors import ApiError, error_body, install
 from graphstrata.server.jobs import JobQueue
 from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
@@ -431,6 +432,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             f"refusing to listen on {host} without an API key: set GRAPHSTRATA_API_KEY (or listen on 127.0.0.1)"
         )
     state = ServerState(settings)
+    tracker = DocumentTracker()  # which job holds which document, for GET /documents
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -513,6 +515,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         )
         if job is None:
             raise ApiError(429, "too_many_jobs", "the ingest queue is full; try again later")
+        tracker.track(job, docs)
         response.headers["Location"] = f"/jobs/{job.id}"
         return job.to_dict()
 
@@ -594,8 +597,9 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     def stats() -> dict[str, Any]:
         return state.gs().stats()
 
-    from graphstrata.server import openai_compat
+    from graphstrata.server import documents, openai_compat
 
+    app.include_router(documents.router(state, tracker))
     app.include_router(openai_compat.router(state))
     return app
 
