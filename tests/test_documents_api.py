@@ -1,6 +1,7 @@
-"""The document list through the API (a real `graphstrata serve`, the one of tests/test_server.py)
-and the CLI: queued / processing documents while their jobs wait and run, a document whose
-extraction failed (the fake model answers garbage for it) with the reason, paging and filtering."""
+"""Uploads of PDF, HTML and DOCX files, and the document list through the API (a real
+`graphstrata serve`, the one of tests/test_server.py) and the CLI: queued / processing documents
+while their jobs wait and run, a document whose extraction failed (the fake model answers garbage
+for it) with the reason, paging and filtering."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from typing import Any
 import pytest
 
 from graphstrata.config import Settings
+from graphstrata.db import Database
 
 try:
-    from tests.test_server import ROOT, Server, fake, server, server_env
+    from tests.test_convert import HTML, PAGES, make_docx, make_pdf
+    from tests.test_server import ROOT, Server, count_documents, fake, server, server_env
 except ModuleNotFoundError:  # tests/ is no package
-    from test_server import ROOT, Server, fake, server, server_env  # type: ignore[no-redef]
+    from test_convert import HTML, PAGES, make_docx, make_pdf  # type: ignore[no-redef]
+    from test_server import ROOT, Server, count_documents, fake, server, server_env  # type: ignore[no-redef]
 
 __all__ = ["fake", "server"]  # pytest fixtures (`fake` is one `server` depends on)
 
@@ -103,3 +107,34 @@ def test_status_through_the_api_and_the_cli(
     assert out.returncode == 0, out.stderr
     lines = {line.split("│")[1].strip(): line for line in out.stdout.splitlines() if line.count("│") > 3}
     assert "processed" in lines["Marie"] and "failed" in lines["Pierre"]
+
+
+def test_upload_pdf_html_docx_and_refuse_a_corrupt_pdf(server: Server, db: Database) -> None:
+    files = [
+        ("files", ("notes.pdf", make_pdf(PAGES), "application/pdf")),
+        ("files", ("demons.html", HTML, "text/html")),
+        ("files", ("gods.docx", make_docx(), "application/octet-stream")),
+    ]
+    r = server.http.post("/documents", files=files, data={"options": json.dumps({"extractor": "spacy"})})
+    assert r.status_code == 202, r.text
+    job, _ = server.wait_job(r.json()["id"])
+    assert job["state"] == "succeeded" and job["result"]["report"]["documents_new"] == 3, job
+    one = server.http.get("/documents/upload:notes.pdf").json()
+    assert one["title"] == "Underworld notes" and one["status"] == "processed" and one["chunks"] == 1
+    provenance = db.read_one(
+        "MATCH (:Document {source: 'upload:notes.pdf'})-[:HAS_CHUNK]->(c:Chunk) RETURN c.provenance AS p"
+    )["p"]
+    assert provenance == ["p. 1", "p. 2", "p. 3"]
+    assert server.http.get("/documents/upload:gods.docx").json()["title"] == "Gods of Sumer"
+
+    # one unreadable file rejects the whole upload, before anything is queued
+    jobs_before = len(server.http.get("/jobs").json()["jobs"])
+    bad = [
+        ("files", ("fine.pdf", make_pdf(["Nergal is a god of war and plague."], "Nergal"), "application/pdf")),
+        ("files", ("broken.pdf", make_pdf(PAGES)[:400], "application/pdf")),
+    ]
+    r = server.http.post("/documents", files=bad)
+    assert r.status_code == 400 and r.json()["error"]["code"] == "bad_document"
+    assert "broken.pdf" in r.json()["error"]["message"] and "corrupt" in r.json()["error"]["message"]
+    assert len(server.http.get("/jobs").json()["jobs"]) == jobs_before
+    assert count_documents(db, "Nergal") == 0

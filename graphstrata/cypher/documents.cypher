@@ -16,11 +16,10 @@ ORDER BY d.title, d.id;
 // One document by id, source or title, with the chunks whose extraction failed.
 MATCH (d:Document)
 WHERE d.sha256 IS NOT NULL AND (d.id = $ref OR d.source = $ref OR d.title = $ref)
-CALL (d) {
-  OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk {extraction_status: 'failed'})
-  WITH c ORDER BY c.ordinal
-  RETURN collect({id: c.id, ordinal: c.ordinal}) AS failed
-}
+WITH d, COLLECT {
+  MATCH (d)-[:HAS_CHUNK]->(c:Chunk {extraction_status: 'failed'})
+  RETURN {id: c.id, ordinal: c.ordinal} ORDER BY c.ordinal
+} AS failed
 RETURN d.id AS id, d.title AS title, d.source AS source, d.chars AS chars,
        toString(d.ingested_at) AS ingested_at, d.ingested_at.epochMillis AS ingested_ms,
        COUNT { (d)-[:HAS_CHUNK]->(:Chunk) } AS chunks, size(failed) AS failed_chunks, failed AS failed_chunk_list

@@ -119,7 +119,7 @@ _UPLOAD_SCHEMA: dict[str, Any] = {
         "files": {
             "type": "array",
             "items": {"type": "string", "format": "binary"},
-            "description": ".txt, .md, .json or .jsonl files",
+            "description": ".txt, .md, .json, .jsonl, .pdf, .html or .docx files",
         },
         "options": {"type": "string", "description": "ingest options as a JSON object"},
         "augment": {"type": "string", "description": "`true`, or a JSON list of stage names"},
@@ -261,7 +261,7 @@ def safe_filename(name: str | None) -> str:
 def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     """Documents of uploaded files (the loaders of `graphstrata ingest`). A text file's identity is
     ``upload:<file name>``, so uploading a file of the same name again replaces it (or is a no-op)."""
-    from graphstrata.ingest.load import TEXT_SUFFIXES, LoadError, load_file
+    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError, load_file
 
     docs: dict[str, Any] = {}
     errors: list[str] = []
@@ -278,7 +278,7 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
             finally:
                 path.unlink(missing_ok=True)
             for d in loaded:
-                if path.suffix.lower() in TEXT_SUFFIXES:
+                if path.suffix.lower() in TEXT_SUFFIXES | CONVERTED_SUFFIXES:
                     d = replace(d, source=f"upload:{safe}")
                 docs[d.source] = d
     if errors:
@@ -471,7 +471,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     )
     async def post_documents(request: Request, response: Response) -> dict[str, Any]:
         """JSON `{documents: [{title, text}], options?, augment?}` or a multipart upload of `files`
-        (.txt, .md, .json, .jsonl). Everything is validated before the job is queued: an unreadable
+        (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Everything is validated before the job is queued: an unreadable
         file rejects the whole request (400 `bad_document`) and nothing is written. Returns the job
         (202); poll `GET /jobs/{id}` for its progress and report."""
         from graphstrata.ingest.load import SourceDocument
