@@ -1,21 +1,32 @@
 """`graphstrata mcp` as an MCP client meets it: the official SDK's client starts the server over
 stdio (a subprocess, as Claude Desktop or an IDE does), lists its tools and resources, ingests
 through `ingest_text` into the test Neo4j, and calls `retrieve`, `cypher`, `list_documents` and
-`delete_document`."""
+`delete_document`; over streamable HTTP the API key is required."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import httpx2  # the mcp SDK's HTTP client
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from graphstrata.config import Settings
 from graphstrata.db import Database
+
+try:
+    from tests.test_server import free_port
+except ModuleNotFoundError:  # tests/ is no package
+    from test_server import free_port  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300.0  # the first call loads spaCy and the embedding model on a busy 2-core machine
@@ -92,3 +103,36 @@ def test_mcp_over_stdio(graph: Database, neo4j_settings: Settings) -> None:
     assert seen["deleted"]["deleted"][0]["title"] == "Kur"
     assert [d["title"] for d in seen["documents_after"]["documents"]] == ["Alû"]
     assert graph.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"] == 1
+
+
+def test_mcp_over_http_needs_the_key(graph: Database, neo4j_settings: Settings, tmp_path: Path) -> None:
+    """`graphstrata mcp --http`: the same API-key check as `serve`, then the SDK's client works."""
+    key = "mcp-test-key-5d2e"
+    port = free_port()
+    env = neo4j_settings.subprocess_env(PYTHONPATH=str(ROOT), GRAPHSTRATA_API_KEY=key)
+    log = tmp_path / "mcp.log"
+    cmd = [sys.executable, "-c", "from graphstrata.cli import app; app()", "mcp", "--http", "--port", str(port)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        status = None
+        while status is None:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            with contextlib.suppress(httpx.HTTPError):
+                status = httpx.post(url, json={}, timeout=5).status_code
+            time.sleep(0.3)
+        assert status == 401
+        wrong = httpx.post(url, json={}, headers={"Authorization": "Bearer nope"}, timeout=5)
+        assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "unauthorized"
+
+        async def tools() -> set[str]:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT_S)
+            async with http, Client(streamable_http_client(url, http_client=http)) as client:
+                return {t.name for t in (await client.list_tools()).tools}
+
+        assert asyncio.run(tools()) == TOOLS
+    finally:
+        proc.terminate()
+        proc.wait(30)
