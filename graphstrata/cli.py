@@ -226,7 +226,7 @@ class ExtractorChoice(StrEnum):
 
 @app.command("ingest")
 def ingest(
-    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders (.txt, .md, .json, .jsonl).")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders (text, JSON, PDF, HTML, DOCX).")] = None,
     extractions: Annotated[
         Path | None,
         typer.Option(
