@@ -246,7 +246,7 @@ class ExtractorChoice(StrEnum):
 
 @app.command("ingest")
 def ingest(
-    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders (.txt, .md, .json, .jsonl).")] = None,
+    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders (text, JSON, PDF, HTML, DOCX).")] = None,
     extractions: Annotated[
         Path | None,
         typer.Option(
@@ -336,6 +336,40 @@ def delete(ref: Annotated[str, typer.Argument(help="Document id, source path or 
         _fail(f"no document with id, source or title {ref!r}", code=4)
     for d in found:
         console.print(f"deleted {d['title']!r} ({d['id']})", highlight=False)
+
+
+class DocStatus(StrEnum):
+    processed = "processed"
+    failed = "failed"
+
+
+@app.command("documents")
+def documents_cmd(
+    status: Annotated[DocStatus | None, typer.Option(help="Only documents of this status.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+) -> None:
+    """The graph's documents: status (processed, or failed with the reason), chunks, chunks whose
+    extraction failed, when last ingested. (Queued and processing documents are the server's: GET /documents.)"""
+    from graphstrata import documents
+    from graphstrata.db import ConnectionError_, Database
+
+    try:
+        with Database.from_settings() as db:
+            docs = documents.in_graph(db)
+    except ConnectionError_ as e:
+        _fail(str(e))
+    chosen = [d for d in docs if status is None or d.status == status.value]
+    if as_json:
+        print(json.dumps([d.model_dump(mode="json", exclude_none=True) for d in chosen], indent=2, ensure_ascii=False))
+        return
+    table = Table("title", "status", "chunks", "failed chunks", "last ingested", "source", "reason")
+    for d in chosen:
+        table.add_row(
+            d.title, d.status, str(d.chunks), str(d.failed_chunks), d.ingested_at or "", d.source, d.reason or ""
+        )
+    out = Console(width=None if sys.stdout.isatty() else 250)
+    out.print(table, highlight=False)
+    out.print(f"[dim]{len(chosen)} document(s)[/]")
 
 
 @app.command("augment")
@@ -456,6 +490,37 @@ def serve(
         _fail(str(e), code=2)
     # one process: the ingest queue and the shared Neo4j driver live in it
     uvicorn.run(api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=10)
+
+
+@app.command("mcp")
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="Streamable HTTP at /mcp instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="--http: address; beyond loopback it needs GRAPHSTRATA_API_KEY.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="--http: TCP port.")] = 8001,
+) -> None:
+    """Run the MCP server (tools retrieve, ask, methods, list_documents, ingest_text, delete_document,
+    cypher; resources: the data model and each method). Over stdio by default; with --http the same
+    API key (GRAPHSTRATA_API_KEY) and body limit as `serve`."""
+    from graphstrata.mcp_server import build, http_app
+    from graphstrata.server import InsecureBind
+
+    settings = get_settings()
+    server, graph = build(settings)
+    try:
+        if not http:
+            server.run("stdio")
+            return
+        import uvicorn
+
+        try:
+            api = http_app(server, settings, host)
+        except InsecureBind as e:
+            _fail(str(e), code=2)
+        uvicorn.run(api, host=host, port=port, timeout_graceful_shutdown=10)
+    finally:
+        graph.close()
 
 
 # --- exploration: Neo4j Browser and the analysts' Cypher library ------------------------------

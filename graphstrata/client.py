@@ -72,7 +72,7 @@ class GraphStrata:
     def ingest(
         self, paths: Iterable[str | Path], options: IngestOptions | None = None, progress: bool = False
     ) -> IngestReport:
-        """Load files/folders (.txt, .md, .json, .jsonl) into the graph.
+        """Load files/folders (.txt, .md, .json, .jsonl, .pdf, .html, .docx) into the graph.
 
         Unchanged documents are skipped, changed ones replaced; unreadable files are listed in
         ``report.errors`` and never half-written. Knowledge extraction per chunk uses the LLM when

@@ -34,10 +34,14 @@ class Answer(BaseModel):
     retrieval: RetrievalResult
 
 
-def build_messages(question: str, result: RetrievalResult) -> list[dict[str, str]]:
+def build_messages(
+    question: str, result: RetrievalResult, history: list[dict[str, str]] | None = None
+) -> list[dict[str, str]]:
+    """The answer prompt. ``history``: earlier turns of a conversation (``role`` user/assistant,
+    ``content``), placed before the question so a follow-up can refer to them."""
     context = "\n\n".join(f"[{i}] {item.text}" for i, item in enumerate(result.items, 1))
     user = f"Context:\n{context or '(no context was found)'}\n\nQuestion: {question}\nAnswer:"
-    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": SYSTEM}, *(history or []), {"role": "user", "content": user}]
 
 
 def cited_ids(text: str, result: RetrievalResult) -> list[str]:
@@ -73,14 +77,21 @@ class AnswerStream:
 
     With no model configured the iteration yields nothing and ``answer`` carries the evidence note.
     ``client``: an :class:`~graphstrata.llm.LLMClient` to use (one shared by a server); by default a
-    client for ``settings`` is opened and closed around the iteration. Closing the iterator early
+    client for ``settings`` is opened and closed around the iteration. ``history``: earlier turns of a
+    conversation (see :func:`build_messages`). Closing the iterator early
     (``close()``, a reader gone) stops the model's stream; ``answer`` then stays None.
     """
 
     def __init__(
-        self, question: str, result: RetrievalResult, settings: Settings | None = None, client: Any = None
+        self,
+        question: str,
+        result: RetrievalResult,
+        settings: Settings | None = None,
+        client: Any = None,
+        history: list[dict[str, str]] | None = None,
     ) -> None:
         self.question = question
+        self.history = history
         self.result = result
         self.settings = settings or get_settings()
         self.client = client
@@ -95,7 +106,7 @@ class AnswerStream:
         from graphstrata.llm import LLMClient
 
         client = self.client or LLMClient.from_settings(self.settings)
-        upstream = client.chat_stream(build_messages(self.question, self.result), stage="answer")
+        upstream = client.chat_stream(build_messages(self.question, self.result, self.history), stage="answer")
         try:
             pieces: list[str] = []
             for piece in upstream:

@@ -29,12 +29,13 @@ REMOVE d._lock;
 // name: write_chunks
 // title/description: the DA-RAG chunk layer (§4.1), from the chunk's extraction; extraction_status
 // is ok, failed (retried by the next ingest) or skipped (no extractor, or not a KET-RAG core chunk).
+// provenance: the pages or headed sections of a PDF/HTML/DOCX source it overlaps (null otherwise).
 UNWIND $rows AS r
 MATCH (d:Document {id: r.doc})
 MERGE (c:Chunk {id: r.id})
 SET c.text = r.text, c.tokens = r.tokens, c.ordinal = r.ordinal, c.doc_title = r.doc_title,
     c.doc_id = r.doc, c.title = r.title, c.description = r.description, c.extractor = r.extractor,
-    c.extraction_status = r.extraction_status
+    c.extraction_status = r.extraction_status, c.provenance = r.provenance
 MERGE (d)-[h:HAS_CHUNK]->(c)
 SET h.ordinal = r.ordinal
 WITH c, r

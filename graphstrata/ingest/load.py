@@ -1,4 +1,5 @@
-"""Load documents from .txt, .md, .json and .jsonl files, refusing anything that is not text.
+"""Load documents from .txt, .md, .json and .jsonl files, refusing anything that is not text, and
+from PDF, HTML and DOCX files through their converters (graphstrata/ingest/convert.py).
 
 A document's identity (``Document.id``) is its source: the file path for .txt/.md, the title for a
 record of a JSON/JSONL corpus (a corpus is a set of titled records). Its content hash
@@ -13,9 +14,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphstrata.ingest.convert import CONVERTED_SUFFIXES, ConvertError, Section, convert
+
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
 JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
-SUPPORTED = TEXT_SUFFIXES | JSON_SUFFIXES
+SUPPORTED = TEXT_SUFFIXES | JSON_SUFFIXES | CONVERTED_SUFFIXES
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
@@ -33,6 +36,8 @@ class SourceDocument:
     source: str  # identity: path of a text file, or title of a corpus record
     title: str
     text: str
+    # (character offset, label) where a page or headed section starts: chunk provenance
+    sections: tuple[Section, ...] = ()
 
     @property
     def id(self) -> str:
@@ -91,9 +96,16 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
             raise LoadError(
                 str(path), f"{size} bytes is over the limit of {max_bytes} (GRAPHSTRATA_MAX_DOCUMENT_BYTES)"
             )
-        text = _decode(path, path.read_bytes())
+        data = path.read_bytes()
     except OSError as e:
         raise LoadError(str(path), f"cannot read: {e.strerror or e}") from e
+    if suffix in CONVERTED_SUFFIXES:
+        try:
+            c = convert(path, data)
+        except ConvertError as e:
+            raise LoadError(str(path), str(e)) from e
+        return [SourceDocument(source=str(path.resolve()), title=c.title, text=c.text, sections=c.sections)]
+    text = _decode(path, data)
     if suffix in TEXT_SUFFIXES:
         return [SourceDocument(source=str(path.resolve()), title=_title_of_text(path, text), text=text)]
     if suffix == ".json":

@@ -43,6 +43,7 @@ from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.embed import Embedder
 from graphstrata.ingest.analyze import Analysis, analyse_texts
 from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
+from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.extract import (
     ChunkExtraction,
     UserDocument,
@@ -619,6 +620,7 @@ class Ingestor:
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
                 pieces = self._pieces(p.doc)
+                where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
                 for ordinal, piece in enumerate(pieces):
                     cid = _hid("chunk", p.doc.id, ordinal, piece.text)
                     p.chunks.append(
@@ -629,6 +631,7 @@ class Ingestor:
                             "tokens": piece.tokens,
                             "ordinal": ordinal,
                             "doc_title": p.doc.title,
+                            "provenance": where[ordinal],
                         }
                     )
                     subs = split_subchunks(piece.text, o.splits, o.min_subchunk_tokens)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.server.documents import DocumentTracker
 from graphstrata.server.errors import ApiError, error_body, install
 from graphstrata.server.jobs import JobQueue
 from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
@@ -118,7 +119,7 @@ _UPLOAD_SCHEMA: dict[str, Any] = {
         "files": {
             "type": "array",
             "items": {"type": "string", "format": "binary"},
-            "description": ".txt, .md, .json or .jsonl files",
+            "description": ".txt, .md, .json, .jsonl, .pdf, .html or .docx files",
         },
         "options": {"type": "string", "description": "ingest options as a JSON object"},
         "augment": {"type": "string", "description": "`true`, or a JSON list of stage names"},
@@ -271,7 +272,7 @@ def safe_filename(name: str | None) -> str:
 def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     """Documents of uploaded files (the loaders of `graphstrata ingest`). A text file's identity is
     ``upload:<file name>``, so uploading a file of the same name again replaces it (or is a no-op)."""
-    from graphstrata.ingest.load import TEXT_SUFFIXES, LoadError, load_file
+    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError, load_file
 
     docs: dict[str, Any] = {}
     errors: list[str] = []
@@ -288,7 +289,7 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
             finally:
                 path.unlink(missing_ok=True)
             for d in loaded:
-                if path.suffix.lower() in TEXT_SUFFIXES:
+                if path.suffix.lower() in TEXT_SUFFIXES | CONVERTED_SUFFIXES:
                     d = replace(d, source=f"upload:{safe}")
                 docs[d.source] = d
     if errors:
@@ -442,6 +443,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             f"refusing to listen on {host} without an API key: set GRAPHSTRATA_API_KEY (or listen on 127.0.0.1)"
         )
     state = ServerState(settings)
+    tracker = DocumentTracker()  # which job holds which document, for GET /documents
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -480,7 +482,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     )
     async def post_documents(request: Request, response: Response) -> dict[str, Any]:
         """JSON `{documents: [{title, text}], options?, augment?}` or a multipart upload of `files`
-        (.txt, .md, .json, .jsonl). Everything is validated before the job is queued: an unreadable
+        (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Everything is validated before the job is queued: an unreadable
         file rejects the whole request (400 `bad_document`) and nothing is written. Returns the job
         (202); poll `GET /jobs/{id}` for its progress and report."""
         from graphstrata.ingest.load import SourceDocument
@@ -524,6 +526,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         )
         if job is None:
             raise ApiError(429, "too_many_jobs", "the ingest queue is full; try again later")
+        tracker.track(job, docs)
         response.headers["Location"] = f"/jobs/{job.id}"
         return job.to_dict()
 
@@ -605,6 +608,10 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     def stats() -> dict[str, Any]:
         return state.gs().stats()
 
+    from graphstrata.server import documents, openai_compat
+
+    app.include_router(documents.router(state, tracker))
+    app.include_router(openai_compat.router(state))
     return app
 
 

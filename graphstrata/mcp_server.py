@@ -1,0 +1,238 @@
+"""graphstrata as an MCP server (the official ``mcp`` SDK), for agents and MCP-aware chat clients.
+
+Tools: ``retrieve``, ``ask``, ``methods``, ``list_documents``, ``ingest_text``, ``delete_document``
+and ``cypher`` (the named read queries of the analysts' library only, run in a READ transaction —
+never free Cypher). Resources: the data model (docs/data-model.md) and one description per
+retrieval method.
+
+``graphstrata mcp`` speaks stdio (a client starts it as a subprocess) or streamable HTTP (``--http``:
+at ``/mcp``, behind the same API-key and body-size middleware as ``graphstrata serve``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from graphstrata.config import Settings, get_settings
+
+DATA_MODEL = Path(__file__).resolve().parents[1] / "docs" / "data-model.md"
+MAX_ROWS = 500  # rows of a cypher tool call: an agent's context is small
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reported(fn: F) -> F:
+    """The caller's mistakes (unknown method or query, bad parameter, a refused write) reach the
+    client as a tool error with our message; the SDK would replace any other exception's text by a
+    generic one."""
+    from graphstrata.cypher.queries import LibraryError, WriteRefused
+    from graphstrata.retrieval.base import RetrievalError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (LibraryError, WriteRefused, RetrievalError, ValueError) as e:
+            raise ToolError(str(e)) from e
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Graph:
+    """One GraphStrata for the server's life, connected on first use (a client may only list tools)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._gs: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        with self._lock:
+            if self._gs is None:
+                from graphstrata.client import GraphStrata
+
+                self._gs = GraphStrata(self.settings)
+            return self._gs
+
+    def close(self) -> None:
+        with self._lock:
+            if self._gs is not None:
+                self._gs.close()
+                self._gs = None
+
+
+def _items(result: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "n": i,
+            "node_id": it.node_id,
+            "label": it.label,
+            "score": round(it.score, 4),
+            "documents": it.doc_titles,
+            "text": it.text,
+            "why": it.why,
+        }
+        for i, it in enumerate(result.items, 1)
+    ]
+
+
+def method_text(name: str) -> str:
+    """A method's summary and parameters with defaults, as Markdown."""
+    from graphstrata.server.app import describe_methods
+
+    info = next(m for m in describe_methods() if m["name"] == name)
+    lines = [
+        f"# {name}",
+        "",
+        info["summary"],
+        "",
+        "| parameter | type | default | meaning |",
+        "| --- | --- | --- | --- |",
+    ]
+    for pname, p in info["parameters"].items():
+        lines.append(f"| {pname} | {p.get('type', '')} | {json.dumps(p['default'])} | {p.get('description', '')} |")
+    return "\n".join(lines) + "\n"
+
+
+def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
+    """The MCP server and the graph handle its tools share."""
+    from graphstrata.cypher import queries as lib
+    from graphstrata.retrieval.base import METHODS, _load_methods
+
+    settings = settings or get_settings()
+    graph = Graph(settings)
+    _load_methods()
+    methods = sorted(METHODS)
+    server = MCPServer(
+        name="graphstrata",
+        instructions=(
+            "A knowledge graph of the user's documents in Neo4j. `retrieve` gives ranked evidence with node ids "
+            "(try method 'auto'); `ask` a cited answer; `cypher` runs the analysts' named read queries "
+            "(`methods` and the resources describe the retrieval methods and the data model)."
+        ),
+    )
+
+    @server.tool()
+    @reported
+    def retrieve(question: str, method: str = "auto", budget: int = 2000, top_k: int | None = None) -> dict[str, Any]:
+        """Evidence for a question from the graph: ranked passages/nodes, each with its node id,
+        documents and why it was chosen. `method`: one of the retrieval methods (tool `methods`)."""
+        params: dict[str, Any] = {"budget": budget} | ({"top_k": top_k} if top_k else {})
+        r = graph().retrieve(question, method, **params)
+        return {"method": r.method, "tokens": r.tokens, "items": _items(r), "notes": r.notes}
+
+    @server.tool()
+    @reported
+    def ask(question: str, method: str = "auto") -> dict[str, Any]:
+        """An answer citing its evidence ([n] = item n, `citations` = node ids). With no language
+        model configured: the evidence and a note saying so."""
+        a = graph().ask(question, method)
+        return {
+            "answer": a.answer,
+            "citations": a.citations,
+            "note": a.note,
+            "model": a.model,
+            "evidence": _items(a.retrieval),
+        }
+
+    @server.tool(name="methods")
+    @reported
+    def list_methods() -> list[dict[str, Any]]:
+        """The retrieval methods with their summaries and parameters (with defaults)."""
+        from graphstrata.server.app import describe_methods
+
+        return describe_methods()
+
+    @server.tool()
+    @reported
+    def list_documents(status: str | None = None, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        """Documents in the graph: title, source, status (processed, or failed with the reason),
+        chunks, chunks whose extraction failed, when last ingested. `status` filters."""
+        from graphstrata import documents
+
+        if status is not None and status not in documents.STATUSES:
+            raise ValueError(f"status must be one of {documents.STATUSES}")
+        return documents.page(documents.in_graph(graph().db), status, offset, min(max(limit, 1), 500))
+
+    @server.tool()
+    @reported
+    def ingest_text(title: str, text: str, source: str | None = None) -> dict[str, Any]:
+        """Add (or replace) one document. `source` is its identity (default: the title): the same
+        source again replaces the document, unchanged text is a no-op."""
+        from graphstrata.ingest.load import SourceDocument
+
+        gs = graph()
+        doc = SourceDocument(source=source or title, title=title, text=text)
+        report = gs._ingestor(None, False).ingest_documents([doc])
+        return report.model_dump(
+            mode="json",
+            include={"documents_new", "documents_replaced", "documents_unchanged", "chunks", "failed_chunks"},
+        )
+
+    @server.tool()
+    @reported
+    def delete_document(ref: str) -> dict[str, Any]:
+        """Delete documents by id, source or title, with whatever only they supported."""
+        deleted = graph().delete(ref)
+        if not deleted:
+            raise ValueError(f"no document with id, source or title {ref!r}")
+        return {"deleted": deleted}
+
+    library = lib.library()
+    catalogue = "\n".join(f"- {q.name}({q.signature()}): {q.summary}" for q in library.values())
+
+    @reported
+    def cypher(name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = lib.run_library(graph().db, name, params or {})
+        return {"columns": result.keys, "rows": result.rows[:MAX_ROWS], "truncated": len(result.rows) > MAX_ROWS}
+
+    server.add_tool(
+        cypher,
+        name="cypher",
+        description="Run a named read query of graphstrata's analysts' library (read-only; no free Cypher). "
+        f"`params` maps parameter names to values. Queries:\n{catalogue}",
+    )
+
+    @server.resource("graphstrata://data-model", name="data-model", mime_type="text/markdown")
+    def data_model() -> str:
+        """graphstrata's graph: every label, property and relationship type, and which paper each serves."""
+        if not DATA_MODEL.exists():
+            return "docs/data-model.md is not installed with this copy of graphstrata."
+        return DATA_MODEL.read_text()
+
+    def describe(name: str) -> Any:
+        def read() -> str:
+            return method_text(name)
+
+        return read
+
+    for name in methods:
+        server.resource(
+            f"graphstrata://methods/{name}",
+            name=f"method-{name}",
+            description=f"the retrieval method {name}: summary and parameters",
+            mime_type="text/markdown",
+        )(describe(name))
+
+    return server, graph
+
+
+def http_app(server: MCPServer, settings: Settings, host: str) -> Any:
+    """The streamable-HTTP app at /mcp behind the HTTP API's auth and body limit."""
+    from graphstrata.server import InsecureBind
+    from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
+
+    key = (settings.api_key.get_secret_value() if settings.api_key else "") or None
+    if not is_loopback(host) and not key:
+        raise InsecureBind(
+            f"refusing to listen on {host} without an API key: set GRAPHSTRATA_API_KEY (or listen on 127.0.0.1)"
+        )
+    app = server.streamable_http_app(host=host)
+    return AuthMiddleware(BodyLimitMiddleware(app, limit=settings.max_body_bytes), api_key=key)

@@ -1,0 +1,199 @@
+"""An OpenAI-compatible face of the API, so chat front ends (Open WebUI, LibreChat) and any OpenAI
+SDK can talk to the graph: ``GET /v1/models`` lists one model per retrieval method
+(``graphstrata-<method>``), ``POST /v1/chat/completions`` answers the conversation's last user
+message from that method's context, streamed (server-sent ``chat.completion.chunk``s, then
+``[DONE]``) or not.
+
+Earlier turns of the conversation go to the model as conversation history; retrieval uses the last
+user message. The answer's ``[n]`` citations are resolved into a "Sources" list appended to the
+text (front ends show only the text). With no model configured the reply is the retrieved evidence
+with the note that no model is configured, as ``ask`` does. Routes sit behind the same API-key
+middleware as the rest of the API.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+
+from graphstrata.server.errors import ApiError, error_body
+
+log = logging.getLogger("graphstrata.server")
+
+PREFIX = "graphstrata-"
+EVIDENCE_CHARS = 600  # per item, in the no-model reply: enough to see the answer, short enough to read
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        """The text of a message; OpenAI's content-part lists keep their ``text`` parts."""
+        if isinstance(self.content, list):
+            return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatCompletionIn(BaseModel):
+    # clients send sampling options (temperature, top_p, …) that graphstrata does not use
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(description="graphstrata-<method> (GET /v1/models)")
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+
+
+def method_names() -> list[str]:
+    from graphstrata.retrieval.base import METHODS, _load_methods
+
+    _load_methods()
+    return sorted(METHODS)
+
+
+def model_card(method: str) -> dict[str, Any]:
+    return {"id": PREFIX + method, "object": "model", "created": 0, "owned_by": "graphstrata"}
+
+
+def method_of(model: str) -> str:
+    method = model.removeprefix(PREFIX)
+    if method not in method_names():
+        available = ", ".join(PREFIX + m for m in method_names())
+        raise ApiError(404, "not_found", f"no model {model!r}; available: {available}")
+    return method
+
+
+def conversation(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
+    """(the question: the last user message, the earlier user/assistant turns as history)."""
+    last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last is None or not messages[last].text().strip():
+        raise ApiError(400, "empty_question", "no user message with text")
+    history = [
+        {"role": m.role, "content": m.text()}
+        for m in messages[:last]
+        if m.role in ("user", "assistant") and m.text().strip()
+    ]
+    return messages[last].text(), history
+
+
+def sources(answer: Any) -> str:
+    """The cited items as a numbered list (their document titles and node ids)."""
+    lines = []
+    for i, item in enumerate(answer.retrieval.items, 1):
+        if item.node_id in answer.citations:
+            where = ", ".join(item.doc_titles) or item.label
+            lines.append(f"[{i}] {where} ({item.label} {item.node_id})")
+    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
+
+
+def evidence(answer: Any) -> str:
+    """The no-model reply: the note, then the evidence, best first."""
+    parts = [answer.note or ""]
+    for i, item in enumerate(answer.retrieval.items, 1):
+        text = item.text if len(item.text) <= EVIDENCE_CHARS else item.text[: EVIDENCE_CHARS - 1] + "…"
+        where = ", ".join(item.doc_titles) or item.label
+        parts.append(f"[{i}] ({where}) {text}")
+    if len(parts) == 1:
+        parts.append("(no context was found)")
+    return "\n\n".join(parts)
+
+
+def completion(cid: str, model: str, content: str, finish: str = "stop") -> dict[str, Any]:
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+    }
+
+
+def chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
+
+
+def reply_pieces(stream: Any) -> Iterator[str]:
+    """The model's text as it comes, then the sources (or, with no model, the evidence)."""
+    yield from stream
+    answer = stream.answer
+    yield evidence(answer) if answer.answer is None else sources(answer)
+
+
+async def stream_reply(stream: Any, cid: str, model: str) -> AsyncIterator[bytes]:
+    """``chat.completion.chunk`` events; a failure after the first byte (the model's stream broke)
+    becomes an ``{"error": …}`` event, as OpenAI sends it, since the status line is gone."""
+    from graphstrata.server.app import classify_error
+
+    pieces = reply_pieces(stream)
+    try:
+        yield chunk(cid, model, {"role": "assistant", "content": ""})
+        try:
+            async for piece in iterate_in_threadpool(pieces):
+                if piece:
+                    yield chunk(cid, model, {"content": piece})
+        except Exception as e:
+            code, message = classify_error(e)
+            if code == "internal":
+                log.exception("chat completion stream failed")
+                message = "the answer stream failed"
+            yield f"data: {json.dumps(error_body(code, message))}\n\n".encode()
+            return
+        yield chunk(cid, model, {}, "stop") + b"data: [DONE]\n\n"
+    finally:
+        pieces.close()  # a client gone mid-answer: closes the model's stream now
+
+
+def router(state: Any) -> APIRouter:
+    """The /v1 routes over the server's shared :class:`~graphstrata.server.app.ServerState`."""
+    api = APIRouter(prefix="/v1", tags=["openai-compatible"])
+
+    @api.get("/models", summary="One model per retrieval method (graphstrata-<method>)")
+    def list_models() -> dict[str, Any]:
+        return {"object": "list", "data": [model_card(m) for m in method_names()]}
+
+    @api.get("/models/{model}", summary="One model")
+    def get_model(model: str) -> dict[str, Any]:
+        return model_card(method_of(model))
+
+    @api.post(
+        "/chat/completions",
+        summary="Answer the last user message from the graph (OpenAI chat completions)",
+        responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
+    )
+    async def chat_completions(body: ChatCompletionIn) -> Any:
+        """The last user message is the question, earlier turns its context; the answer cites
+        `[n]` and ends with the sources. `stream: true` sends `chat.completion.chunk` events."""
+        from graphstrata.generate import AnswerStream
+
+        method = method_of(body.model)
+        question, history = conversation(body.messages)
+        gs = await run_in_threadpool(state.gs)
+        result = await run_in_threadpool(gs.retrieve, question, method)
+        stream = AnswerStream(question, result, state.settings, client=gs.llm, history=history)
+        cid = f"chatcmpl-{uuid.uuid4().hex}"
+        if body.stream:
+            return StreamingResponse(
+                stream_reply(stream, cid, body.model),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        text = "".join(await run_in_threadpool(lambda: list(reply_pieces(stream))))
+        return completion(cid, body.model, text)
+
+    return api
