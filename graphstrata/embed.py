@@ -41,7 +41,6 @@ class EmbeddingError(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
-    cache: VectorCache
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised."""
