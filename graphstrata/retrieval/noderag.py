@@ -72,6 +72,9 @@ class NodeRAGParams(RetrieverParams):
         le=100,
         description="relations nearest to the question as extra entry points (HippoRAG 2 fact matching)",
     )
+    exact_share: float = Field(
+        0.5, ge=0, le=1, description="`weighted`: share of the start vector on the accurate-search hits"
+    )
     personalization: Literal["uniform", "weighted"] = Field(
         "weighted",
         description="PPR start vector: `uniform` over the entry points (the paper, §2.5), or `weighted`: "
@@ -85,11 +88,13 @@ def personalization(
     overviews: dict[str, float],
     how: str,
     facts: dict[str, float] | None = None,
+    exact_share: float = 0.5,
 ) -> dict[str, float]:
     """Entry point -> its share of the PPR start vector (sums to 1).
 
-    ``uniform``: every entry point alike (NodeRAG §2.5). ``weighted``: half the mass on the similarity
-    entry points in proportion to their cosine, half on the accurate-search hits (linked entities in
+    ``uniform``: every entry point alike (NodeRAG §2.5). ``weighted``: ``1 - exact_share`` of the mass
+    on the similarity entry points in proportion to their cosine, ``exact_share`` on the accurate-search
+    hits (linked entities in
     proportion to link score x specificity, overview titles alike; matched facts by their cosine,
     scaled to the best linked entity); all of it on one side when the other found nothing.
     """
@@ -103,11 +108,12 @@ def personalization(
         ids = list(dict.fromkeys([*exact, *similar]))
         return {i: 1.0 / len(ids) for i in ids} if ids else {}
     out: dict[str, float] = {}
-    sides = [w for w in (similar, exact) if w and sum(w.values()) > 0]
-    for side in sides:
+    sides = [(w, share) for w, share in ((similar, 1 - exact_share), (exact, exact_share)) if w and sum(w.values()) > 0]
+    mass = sum(share for _, share in sides)
+    for side, share in sides:
         total = sum(side.values())
         for i, w in side.items():
-            out[i] = out.get(i, 0.0) + w / total / len(sides)
+            out[i] = out.get(i, 0.0) + w / total * share / mass
     return out
 
 
@@ -140,7 +146,7 @@ class NodeRAGRetriever(Retriever):
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
         facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}
-        seeds = personalization(similar, linked, overviews, p.personalization, facts)
+        seeds = personalization(similar, linked, overviews, p.personalization, facts, p.exact_share)
         entry = list(seeds)
         if not entry:
             return [], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0}
