@@ -33,6 +33,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
 VECTOR_INDEXES = {
@@ -73,7 +74,8 @@ class NodeRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question)
         with t.stage("dual_search"):
-            terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
+            # one phrase clause per name, within Lucene's clause limit however long the question
+            terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names[:MAX_CLAUSE_WORDS])
             rows = self.db.read(
                 query("noderag.dual_search"),
                 names=names,

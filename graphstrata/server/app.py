@@ -28,9 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from graphstrata.config import Settings, get_settings
-from graphstrata.server.errors import ApiError, error_body, install
+from graphstrata.server.bounded import Bounded
+from graphstrata.server.errors import ApiError, CatchAllMiddleware, error_body, install
 from graphstrata.server.jobs import JobQueue
 from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
+from graphstrata.server.security import HostOriginMiddleware, install_openapi
 
 log = logging.getLogger("graphstrata.server")
 
@@ -138,6 +140,7 @@ class ServerState:
         self._lock = threading.Lock()
         self._llm_health: tuple[float, dict[str, Any]] | None = None
         self.jobs = JobQueue(classify=classify_error)
+        self.bounded = Bounded()
 
     def start(self) -> None:
         from graphstrata.embed import get_embedder
@@ -313,14 +316,22 @@ def augment_stages(raw: bool | list[str]) -> list[str]:
     return [s for s in available if s in raw]
 
 
-def check_query(q: QueryIn) -> None:
+def check_query(q: QueryIn, settings: Settings) -> None:
+    from graphstrata.limits import is_blank
     from graphstrata.retrieval.base import METHODS, _load_methods
 
     _load_methods()
     if q.method not in METHODS:
         raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(sorted(METHODS))}")
-    if not q.question.strip():
+    if is_blank(q.question):
         raise ApiError(400, "empty_question", "the question is empty")
+    if len(q.question) > settings.max_question_chars:
+        raise ApiError(
+            400,
+            "bad_parameters",
+            f"the question has {len(q.question)} characters, over the limit of {settings.max_question_chars} "
+            "(GRAPHSTRATA_MAX_QUESTION_CHARS)",
+        )
 
 
 def describe_methods() -> list[dict[str, Any]]:
@@ -448,7 +459,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     )
     app.state.graphstrata = state
     install(app)
+    install_openapi(app, key_required=key is not None)
+    app.add_middleware(CatchAllMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    if key is None:
+        app.add_middleware(HostOriginMiddleware, allowed_hosts=settings.allowed_host_names)
     app.add_middleware(AuthMiddleware, api_key=key)  # outermost: refuse before anything else is read
 
     # --- documents ----------------------------------------------------------------------------
@@ -537,10 +552,14 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
 
     # --- questions ----------------------------------------------------------------------------
     @app.post("/retrieve", tags=["questions"], summary="Context for a question")
-    def retrieve(q: QueryIn) -> dict[str, Any]:
-        """The same as `GraphStrata.retrieve(question, method, **params)`."""
-        check_query(q)
-        return state.gs().retrieve(q.question, q.method, **q.params).model_dump(mode="json")
+    async def retrieve(q: QueryIn, request: Request) -> dict[str, Any]:
+        """The same as `GraphStrata.retrieve(question, method, **params)`, stopped after
+        GRAPHSTRATA_REQUEST_TIMEOUT seconds (504 `deadline_exceeded`) or when the client leaves."""
+        check_query(q, settings)
+        result = await state.bounded.run(
+            request, lambda: state.gs().retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
+        return result.model_dump(mode="json")
 
     @app.post(
         "/ask",
@@ -548,18 +567,22 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         summary="An answer with citations (optionally streamed)",
         responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
     )
-    async def ask(q: AskIn) -> Any:
+    async def ask(q: AskIn, request: Request) -> Any:
         """The same as `GraphStrata.ask(question, method, **params)`. With `stream: true` the
         answer comes as server-sent events: `retrieval` (the context), `token` (`{"text"}`) …, then
         `done` (`{"answer", "citations", "model"}`) or `error` (`{"error": {"code", "message"}}`)."""
         from graphstrata.generate import AnswerStream
 
-        check_query(q)
+        check_query(q, settings)
         gs = await run_in_threadpool(state.gs)
         if not q.stream:
-            answer = await run_in_threadpool(lambda: gs.ask(q.question, q.method, **q.params))
+            answer = await state.bounded.run(
+                request, lambda: gs.ask(q.question, q.method, **q.params), settings.request_timeout
+            )
             return answer.model_dump(mode="json")
-        result = await run_in_threadpool(lambda: gs.retrieve(q.question, q.method, **q.params))
+        result = await state.bounded.run(
+            request, lambda: gs.retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
         stream = AnswerStream(q.question, result, settings, client=gs.llm)
         return StreamingResponse(
             stream_answer(stream, result),
@@ -588,6 +611,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             "llm": llm,
             "auth": key is not None,
             "jobs": state.jobs.counts(),
+            "questions": {
+                "running": state.bounded.running,
+                "deadline_s": settings.request_timeout,
+                "max_chars": settings.max_question_chars,
+            },
         }
 
     @app.get("/stats", tags=["service"], summary="Nodes per label and relationships per type")
