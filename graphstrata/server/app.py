@@ -252,11 +252,16 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
+MAX_FILENAME_BYTES = 200  # file systems allow 255; the temporary copy must fit
+
+
 def safe_filename(name: str | None) -> str:
     """The last path component of an uploaded file's name, without control characters."""
     base = _UNSAFE.sub("", (name or "").replace("\\", "/")).rsplit("/", 1)[-1].strip()
     if base in ("", ".", ".."):
         raise ApiError(400, "bad_document", f"unusable file name {name!r}")
+    if len(base.encode()) > MAX_FILENAME_BYTES:
+        raise ApiError(400, "bad_document", f"file name {base[:40]!r}… is over {MAX_FILENAME_BYTES} bytes")
     return base
 
 
@@ -268,8 +273,13 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     docs: dict[str, Any] = {}
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
+        seen: set[str] = set()
         for name, data in files:
             safe = safe_filename(name)
+            if safe in seen:  # both would be the document upload:<name>: one would silently replace the other
+                errors.append(f"{safe}: two files of this name in one upload")
+                continue
+            seen.add(safe)
             path = Path(tmp) / safe
             path.write_bytes(data)
             try:
@@ -286,6 +296,23 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     if errors:
         raise ApiError(400, "bad_document", "cannot ingest " + "; ".join(errors))
     return list(docs.values())
+
+
+def check_documents(docs: list[Any], max_bytes: int) -> None:
+    """What the file loaders refuse, refused in JSON documents too (400 `bad_document`)."""
+    from graphstrata.limits import is_blank
+
+    for d in docs:
+        if is_blank(d.text) or is_blank(d.title):
+            raise ApiError(400, "bad_document", f"document {d.title[:80]!r}: empty title or text (only white space)")
+        size = len(d.text.encode())
+        if size > max_bytes:
+            raise ApiError(
+                400,
+                "bad_document",
+                f"document {d.title[:80]!r}: {size} bytes is over the limit of {max_bytes} "
+                "(GRAPHSTRATA_MAX_DOCUMENT_BYTES)",
+            )
 
 
 def ingest_options(raw: dict[str, Any]) -> Any:
@@ -516,6 +543,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             options = ingest_options(body.options)
             augment = body.augment
             docs = [SourceDocument(source=d.source or d.title, title=d.title, text=d.text) for d in body.documents]
+            check_documents(docs, options.max_document_bytes)
         else:
             raise ApiError(415, "unsupported_media", "send application/json or multipart/form-data")
         stages = augment_stages(augment)
@@ -532,12 +560,24 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         return job.to_dict()
 
     @app.delete("/documents/{ref:path}", tags=["documents"], summary="Delete a document")
-    def delete_document(ref: str) -> dict[str, Any]:
-        """Delete documents by id, source or title, and whatever only they supported."""
-        found = state.gs().delete(ref)
+    def delete_document(ref: str, all: bool = False) -> dict[str, Any]:
+        """Delete a document by id, source or title, and whatever only it supported. When a title
+        or source names several documents nothing is deleted (409 `ambiguous`, listing their ids)
+        unless `all=true`."""
+        from graphstrata.cypher import query
+
+        gs = state.gs()
+        found = gs.db.read(query("ingest.find_documents"), ref=ref)
         if not found:
             raise ApiError(404, "not_found", f"no document with id, source or title {ref!r}")
-        return {"deleted": found}
+        if len(found) > 1 and not all:
+            ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
+            raise ApiError(
+                409,
+                "ambiguous",
+                f"{len(found)} documents match {ref!r}: {ids}; delete one by id, or all with ?all=true",
+            )
+        return {"deleted": [d for f in found for d in gs.delete(f["id"])]}
 
     @app.get("/jobs/{job_id}", tags=["documents"], summary="An ingest job: state, progress, report")
     def get_job(job_id: str) -> dict[str, Any]:

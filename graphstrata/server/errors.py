@@ -12,6 +12,7 @@ bad_parameters      400     the request body or a method parameter does not vali
 unknown_method      400     no retrieval method of that name (the message lists the available ones)
 empty_question      400     the question is empty or only whitespace
 bad_document        400     an uploaded file or document cannot be ingested (the message names it)
+ambiguous           409     a title or source names several documents; delete by id, or pass all=true
 too_large           413     the request body is over the limit (GRAPHSTRATA_MAX_BODY_BYTES)
 unsupported_media   415     neither JSON nor multipart/form-data where one of them is needed
 too_many_jobs       429     the ingest queue is full
@@ -45,6 +46,7 @@ STATUS_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "ambiguous",
     413: "too_large",
     415: "unsupported_media",
     422: "bad_parameters",

@@ -135,8 +135,7 @@ def install_openapi(app: FastAPI, key_required: bool) -> None:
         components.setdefault("schemas", {})["Error"] = ERROR_SCHEMA
         components["schemas"].pop("HTTPValidationError", None)
         components["schemas"].pop("ValidationError", None)
-        if key_required:
-            components["securitySchemes"] = SECURITY_SCHEMES
+        components["securitySchemes"] = SECURITY_SCHEMES  # required only when the server has a key
         error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
         for path, operations in doc.get("paths", {}).items():
             for operation in operations.values():
