@@ -168,7 +168,8 @@ def test_two_megabyte_document_ingests(keyless: Keyless, db: Database) -> None:
     report = job["result"]["report"]
     assert report["documents_new"] == 1 and report["chunks"] > 300
     row = db.read_one(
-        "MATCH (d:Document {title: 'Big archive'})-[:HAS_CHUNK]->(c:Chunk) RETURN count(c) AS n, sum(size(c.text)) AS chars"
+        "MATCH (:Document {title: 'Big archive'})-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN count(c) AS n, sum(size(c.text)) AS chars"
     )
     assert row["n"] == report["chunks"] and row["chars"] >= len(text)
 
@@ -188,7 +189,8 @@ def test_two_megabyte_document_ingests(keyless: Keyless, db: Database) -> None:
 )
 def test_bad_ingest_options_are_refused_before_queueing(keyless: Keyless, options: dict) -> None:
     before = len(keyless.http.get("/jobs").json()["jobs"])
-    r = keyless.http.post("/documents", json={"documents": [{"title": "Opt", "text": "Some text."}], "options": options})
+    body = {"documents": [{"title": "Opt", "text": "Some text."}], "options": options}
+    r = keyless.http.post("/documents", json=body)
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad_parameters", r.text
     assert len(keyless.http.get("/jobs").json()["jobs"]) == before
 
