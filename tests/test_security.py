@@ -14,6 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
 
 from graphstrata.config import Settings
 from graphstrata.db import Database
@@ -299,3 +302,25 @@ def test_request_after_a_500_on_the_same_connection_succeeds(keyless: Keyless, d
         conn.close()
         emb = get_embedder()
         apply_schema(db, emb.name, emb.dim)
+
+
+# ------------------------------------------------------------------------------------------------
+# the published schema against the real server, fuzzed (last: it ingests and deletes at random)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def api_schema(keyless: Keyless) -> object:
+    return schemathesis.openapi.from_url(f"{keyless.url}/openapi.json")
+
+
+fuzz = schemathesis.pytest.from_fixture("api_schema")
+
+
+@fuzz.parametrize()
+@settings(max_examples=15, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+def test_fuzzed_requests_get_no_5xx_and_conform(case: object) -> None:
+    """Every operation, bounded and reproducible: no 5xx (504 `deadline_exceeded` is the bound
+    working), and every response matches the published schema."""
+    response = case.call_and_validate(timeout=DEADLINE_S + 60, excluded_checks=[not_a_server_error])
+    assert response.status_code < 500 or response.status_code == 504, response.text
