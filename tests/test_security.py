@@ -162,9 +162,22 @@ def test_openapi_declares_the_key_and_400(keyless: Keyless) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_two_megabyte_document_ingests(keyless: Keyless, db: Database) -> None:
+def test_tokenising_has_no_length_limit() -> None:
+    """The tokenizer refuses inputs near a million characters; ours encodes them in pieces."""
+    from graphstrata.ingest.chunk import encode, encoder, token_chunks
+
     sentence = "The archive of Leland records a mill, a river crossing and a courthouse built in 1843. "
     text = sentence * (2 * 1024 * 1024 // len(sentence) + 1)
+    assert encoder().decode(encode(text)) == text
+    chunks = token_chunks(text, 1200, 100)
+    assert len(chunks) > 300 and chunks[-1].text.endswith("1843. ")
+
+
+def test_two_megabyte_document_ingests(keyless: Keyless, db: Database) -> None:
+    """Over HTTP, end to end. Long words keep spaCy's share (per word, minutes for 2 MB of prose on a
+    shared test machine) small; the tokenizer's limit is on characters, which this has."""
+    words = [f"archive{i:06d}" + "leland" * 12 for i in range(2 * 1024 * 1024 // 86 + 1)]
+    text = " ".join(words)
     assert len(text) > 2_000_000
     job = keyless.ingest([{"title": "Big archive", "text": text}], extractor="none", splits=0)
     assert job["state"] == "succeeded", job
@@ -273,6 +286,30 @@ def test_fulltext_with_many_distinct_words(keyless: Keyless) -> None:
     r = keyless.http.post("/retrieve", json={"question": question, "method": "fusion", "params": params})
     assert r.status_code == 200, r.text
     assert "fulltext" not in r.json()["notes"].get("errors", {}), r.json()["notes"]  # not silently dropped
+
+
+def test_job_lost_in_a_restart_says_so(keyless: Keyless, neo4j_settings: Settings, tmp_path: Path) -> None:
+    """A job id of an earlier server run answers `lost` from the next run, not 404."""
+    job = keyless.ingest([{"title": "Before the restart", "text": "Written before the server restarted."}])
+    port = free_port()
+    env = server_env(neo4j_settings, GRAPHSTRATA_CACHE_DIR=str(tmp_path / "cache"))
+    with open(tmp_path / "second.log", "wb") as out:
+        proc = subprocess.Popen(serve_cmd("127.0.0.1", port), cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while True:
+            assert proc.poll() is None, (tmp_path / "second.log").read_text()
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        r = httpx.get(f"http://127.0.0.1:{port}/jobs/{job['id']}", timeout=30)
+        assert r.status_code == 200 and r.json()["state"] == "lost" and r.json()["error"]["code"] == "lost"
+        assert httpx.get(f"http://127.0.0.1:{port}/jobs/{'0' * 32}", timeout=30).status_code == 404
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 # ------------------------------------------------------------------------------------------------

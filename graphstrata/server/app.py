@@ -31,6 +31,7 @@ from graphstrata.config import Settings, get_settings
 from graphstrata.server.bounded import Bounded
 from graphstrata.server.errors import ApiError, CatchAllMiddleware, error_body, install
 from graphstrata.server.jobs import JobQueue
+from graphstrata.server.journal import JobJournal, lost_job
 from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
 from graphstrata.server.security import HostOriginMiddleware, install_openapi
 
@@ -141,6 +142,7 @@ class ServerState:
         self._llm_health: tuple[float, dict[str, Any]] | None = None
         self.jobs = JobQueue(classify=classify_error)
         self.bounded = Bounded()
+        self.journal = JobJournal(settings.data_dir / "server" / "jobs.txt")
 
     def start(self) -> None:
         from graphstrata.embed import get_embedder
@@ -556,6 +558,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         )
         if job is None:
             raise ApiError(429, "too_many_jobs", "the ingest queue is full; try again later")
+        await run_in_threadpool(state.journal.add, job.id)
         response.headers["Location"] = f"/jobs/{job.id}"
         return job.to_dict()
 
@@ -581,8 +584,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
 
     @app.get("/jobs/{job_id}", tags=["documents"], summary="An ingest job: state, progress, report")
     def get_job(job_id: str) -> dict[str, Any]:
+        """A job of an earlier run of the server answers `state: lost` (error code `lost`)."""
         job = state.jobs.get(job_id)
         if job is None:
+            if state.journal.knows(job_id):
+                return lost_job(job_id)
             raise ApiError(404, "not_found", f"no job {job_id!r}")
         return job.to_dict()
 
