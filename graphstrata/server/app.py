@@ -101,8 +101,8 @@ _DOCUMENTS_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["title", "text"],
                 "properties": {
-                    "title": {"type": "string"},
-                    "text": {"type": "string"},
+                    "title": {"type": "string", "minLength": 1},
+                    "text": {"type": "string", "minLength": 1},
                     "source": {"type": "string", "description": "identity (default: the title)"},
                 },
             },
