@@ -367,3 +367,20 @@ def test_fuzzed_requests_get_no_5xx_and_conform(keyless: Keyless) -> None:
             assert response.status_code < 500 or response.status_code == 504, (case.path, response.text)
 
         fuzz()
+
+
+def test_non_ascii_api_key_matches() -> None:
+    """A key with non-ASCII characters, sent as UTF-8 (as clients encode it), is accepted."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from graphstrata.server.middleware import AuthMiddleware
+
+    key = "clé-Schlüssel-🔑"
+    inner = Starlette(routes=[Route("/stats", lambda request: PlainTextResponse("ok"))])
+    with TestClient(AuthMiddleware(inner, api_key=key)) as client:
+        assert client.get("/stats", headers={"X-API-Key": key.encode()}).status_code == 200
+        assert client.get("/stats", headers={"Authorization": b"Bearer " + key.encode()}).status_code == 200
+        assert client.get("/stats", headers={"X-API-Key": "cle-Schlussel"}).status_code == 401
