@@ -277,6 +277,8 @@ def ingest(
 
     Exit code 2 when some files could not be read or some chunks' extraction failed (the rest is
     ingested; a re-run retries the failed chunks)."""
+    from pydantic import ValidationError
+
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
     from graphstrata.ingest.extract import UserExtractionError
@@ -288,13 +290,16 @@ def ingest(
         _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
     if profile not in ("full", "ketrag"):
         _fail(f"unknown profile {profile!r}: use full or ketrag")
-    options = IngestOptions(
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-        chunking="semantic" if semantic else "tokens",
-        splits=splits,
-        extractor=extractor.value,
-    )
+    try:
+        options = IngestOptions(
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            chunking="semantic" if semantic else "tokens",
+            splits=splits,
+            extractor=extractor.value,
+        )
+    except ValidationError as e:
+        _fail("bad option: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()))
     progress = not quiet and sys.stderr.isatty()
     report = IngestReport()
     try:

@@ -111,6 +111,34 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("GRAPHSTRATA_MAX_BODY_BYTES"),
         description="Largest request body the server reads (uploads included); larger requests get 413.",
     )
+    allowed_hosts: str = Field(
+        "",
+        validation_alias=AliasChoices("GRAPHSTRATA_ALLOWED_HOSTS"),
+        description="Comma-separated host names a keyless server answers to besides loopback names and "
+        "addresses (the Host header; DNS-rebinding defence), e.g. `myhost.local`.",
+    )
+    request_timeout: float = Field(
+        60.0,
+        gt=0,
+        validation_alias=AliasChoices("GRAPHSTRATA_REQUEST_TIMEOUT"),
+        description="Seconds a retrieval (or an answer) may run on the server before it is stopped (504).",
+    )
+    max_question_chars: int = Field(
+        10_000,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_MAX_QUESTION_CHARS"),
+        description="Longest question the server accepts (400 `bad_parameters` beyond).",
+    )
+    max_document_bytes: int = Field(
+        50 * 1024 * 1024,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_MAX_DOCUMENT_BYTES"),
+        description="Largest document (file, or record text) an ingest accepts, in UTF-8 bytes.",
+    )
+
+    @property
+    def allowed_host_names(self) -> list[str]:
+        return [h.strip() for h in self.allowed_hosts.split(",") if h.strip()]
 
     @property
     def llm_enabled(self) -> bool:

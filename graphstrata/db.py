@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from neo4j import Driver, GraphDatabase, ManagedTransaction, Query
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
+from graphstrata import limits
 from graphstrata.config import Settings, get_settings
 
 T = TypeVar("T")
@@ -54,6 +55,16 @@ def connection_params(settings: Settings) -> tuple[str, tuple[str, str]]:
             f"(instance {inst.name!r}), or set NEO4J_URI and NEO4J_PASSWORD."
         )
     return inst.bolt_uri, ("neo4j", password)
+
+
+def _bounded(text: str) -> Query:
+    """The query under the current request's deadline (:mod:`graphstrata.limits`): refused once it has
+    passed, else given what is left as its transaction timeout, so Neo4j stops the work too."""
+    left = limits.remaining()
+    if left is None:
+        return Query(text)
+    limits.check()
+    return Query(text, timeout=max(left, 0.001))
 
 
 def batched(rows: Sequence[T] | Iterable[T], size: int) -> Iterator[list[T]]:
@@ -105,7 +116,7 @@ class Database:
 
     # --- reads and single writes ----------------------------------------------------------
     def read(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        records, _, _ = self.driver.execute_query(Query(query), params, database_=self.database, routing_="r")
+        records, _, _ = self.driver.execute_query(_bounded(query), params, database_=self.database, routing_="r")
         return [r.data() for r in records]
 
     def read_one(self, query: str, **params: Any) -> dict[str, Any] | None:
@@ -113,7 +124,7 @@ class Database:
         return rows[0] if rows else None
 
     def write(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        records, _, _ = self.driver.execute_query(Query(query), params, database_=self.database)
+        records, _, _ = self.driver.execute_query(_bounded(query), params, database_=self.database)
         return [r.data() for r in records]
 
     def auto(self, query: str, **params: Any) -> list[dict[str, Any]]:

@@ -363,6 +363,9 @@ class Instance:
             "server.default_advertised_address": "127.0.0.1",
             "server.bolt.listen_address": f"127.0.0.1:{self.bolt_port}",
             "server.http.listen_address": f"127.0.0.1:{self.http_port}",
+            # what Browser's discovery tells it to connect to (the default would be port 7687)
+            "server.bolt.advertised_address": f"127.0.0.1:{self.bolt_port}",
+            "server.http.advertised_address": f"127.0.0.1:{self.http_port}",
             "server.https.enabled": "false",
             "server.directories.lib": str(dist.lib),
             "server.directories.plugins": str(dist.plugins),
@@ -409,8 +412,18 @@ class Instance:
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(password + "\n")
-        cmd = [str(java), "-cp", f"{dist.lib}/*", ADMIN_CLASS, "dbms", "set-initial-password", password]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=self._env(), timeout=120)
+        # The arguments go in a 0600 argument file (`java @file`), so the password never appears in
+        # the process list (`ps`) while the admin tool runs.
+        args = ["-cp", f"{dist.lib}/*", ADMIN_CLASS, "dbms", "set-initial-password", password]
+        argfile = self.root / "set-password.args"
+        fd = os.open(argfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write("".join('"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"\n' for a in args))
+        try:
+            cmd = [str(java), f"@{argfile}"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=self._env(), timeout=120)
+        finally:
+            argfile.unlink(missing_ok=True)
         if proc.returncode != 0:
             raise LauncherError(f"setting the initial password failed:\n{proc.stdout}{proc.stderr}")
 

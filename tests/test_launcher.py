@@ -165,3 +165,40 @@ def test_compose_file_is_valid() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert "127.0.0.1:7687" in out.stdout and "graph-data-science" in out.stdout
+
+
+def test_first_password_never_on_a_command_line(
+    local: Instance, neo4j_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ps` during the first start shows no password: the admin tool reads it from a 0600 argument
+    file, which is gone afterwards; the real tool sets it (auth.ini written)."""
+    from graphstrata import neo4j_local
+
+    inst = Instance("pytest-argfile", tmp_path / "argfile", 17907, 17908, "1g", "64m")
+    dist = neo4j_local.ensure_distribution(neo4j_settings, log=lambda *a: None)
+    java, _ = neo4j_local.find_java()
+    inst.write_conf(dist)
+    seen: list[list[str]] = []
+    run = subprocess.run
+
+    def spy(cmd: list[str], *args: object, **kwargs: object) -> subprocess.CompletedProcess:
+        seen.append([str(c) for c in cmd])
+        return run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(neo4j_local.subprocess, "run", spy)
+    inst._ensure_password(java, dist)
+    password = inst.password()
+    assert password and seen and not any(password in arg for cmd in seen for arg in cmd)
+    assert (inst.data / "dbms" / "auth.ini").exists()
+    assert not list(inst.root.glob("*.args"))
+
+
+def test_browser_is_told_the_instances_own_ports(tmp_path: Path, neo4j_settings: Settings) -> None:
+    """A non-default instance's Browser must not be sent to Bolt 7687 (another server's port)."""
+    from graphstrata import neo4j_local
+
+    inst = Instance("pytest-ports", tmp_path / "ports", 17909, 17910, "1g", "64m")
+    inst.write_conf(neo4j_local.Distribution(tmp_path / "dist"))
+    conf = (inst.conf_dir / "neo4j.conf").read_text().splitlines()
+    assert "server.bolt.advertised_address=127.0.0.1:17909" in conf
+    assert "server.http.advertised_address=127.0.0.1:17910" in conf

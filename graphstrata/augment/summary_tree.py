@@ -46,7 +46,7 @@ import numpy as np
 
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
-from graphstrata.ingest.chunk import count_tokens, encoder
+from graphstrata.ingest.chunk import count_tokens, encode, encoder
 
 DEFAULT_G = 5
 DEFAULT_SUMMARY_TOKENS = 1000
@@ -162,7 +162,7 @@ def join_overlapping(texts: Sequence[str], overlap_tokens: int) -> str:
                     break
         if k == 0 and overlap_tokens > 0:
             # the tokenizer's overlap is known in tokens: drop that many from the next chunk
-            ids = encoder().encode_ordinary(nxt)
+            ids = encode(nxt)
             out = out + encoder().decode(ids[overlap_tokens:])
         else:
             out = out + nxt[k:] if k else out + ("" if out.endswith((" ", "\n")) else " ") + nxt
@@ -204,7 +204,7 @@ def extractive_summary(sents: list[str], vecs: np.ndarray, max_tokens: int) -> s
         if used >= max_tokens:
             break
     if not chosen:  # a single sentence longer than the budget: cut it
-        ids = encoder().encode_ordinary(sents[int(np.argmax(scores))])[:max_tokens]
+        ids = encode(sents[int(np.argmax(scores))])[:max_tokens]
         return encoder().decode(ids)
     return " ".join(sents[i] for i in sorted(chosen))
 

@@ -20,8 +20,32 @@ def encoder() -> bpe_openai.Encoding:
     return bpe_openai.get_encoding(ENCODING)
 
 
+#: The tokenizer refuses long inputs ("Input too long to encode safely", somewhere under a million
+#: characters), so longer texts are encoded in pieces of at most this many characters.
+PIECE_CHARS = 100_000
+
+
+def encode(text: str) -> list[int]:
+    """cl100k token ids of `text`, of any length. A long text is cut before a white-space character
+    (where cl100k starts a token anyway), so the ids are those of the whole text but for the rare
+    token that would have spanned a cut."""
+    enc = encoder()
+    if len(text) <= PIECE_CHARS:
+        return enc.encode_ordinary(text)
+    ids: list[int] = []
+    start = 0
+    while start < len(text):
+        end = min(start + PIECE_CHARS, len(text))
+        if end < len(text):
+            cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
+            end = cut if cut > start else end  # no white space at all: cut anywhere
+        ids += enc.encode_ordinary(text[start:end])
+        start = end
+    return ids
+
+
 def count_tokens(text: str) -> int:
-    return len(encoder().encode_ordinary(text))
+    return len(encode(text))
 
 
 @dataclass(frozen=True)
@@ -36,7 +60,7 @@ def token_chunks(text: str, size: int = 1200, overlap: int = 100) -> list[Piece]
     if size <= 0 or not 0 <= overlap < size:
         raise ValueError(f"need size > 0 and 0 <= overlap < size, got {size}/{overlap}")
     enc = encoder()
-    ids = enc.encode_ordinary(text)
+    ids = encode(text)
     if not ids:
         return []
     pieces, step = [], size - overlap
@@ -68,7 +92,7 @@ def split_subchunks(text: str, splits: int = 3, min_tokens: int = 100) -> list[P
     stays whole rather than becoming twenty-token shards).
     """
     enc = encoder()
-    ids = enc.encode_ordinary(text)
+    ids = encode(text)
     spans = [(0, len(ids))]
     for _ in range(splits):
         nxt = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graphstrata.ingest.convert import CONVERTED_SUFFIXES, ConvertError, Section, convert
+from graphstrata.limits import is_blank
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
 JSON_SUFFIXES = {".json", ".jsonl", ".ndjson"}
@@ -60,6 +61,8 @@ def _decode(path: Path, data: bytes) -> str:
     controls = sum(1 for ch in text[:65536] if ord(ch) < 32 and ch not in "\n\r\t\f")
     if controls > 0.01 * min(len(text), 65536):
         raise LoadError(str(path), "binary data (control characters), not text")
+    if is_blank(text):
+        raise LoadError(str(path), "empty file (only white space)")
     return text
 
 
@@ -77,7 +80,7 @@ def _record(path: Path, where: str, obj: object) -> SourceDocument:
     if not isinstance(obj, dict):
         raise LoadError(f"{path}{where}", "expected an object with 'title' and 'text'")
     text, title = obj.get("text"), obj.get("title")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or is_blank(text):
         raise LoadError(f"{path}{where}", "missing or empty 'text'")
     if title is not None and not isinstance(title, str):
         raise LoadError(f"{path}{where}", "'title' must be a string")
@@ -113,6 +116,8 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
             obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise LoadError(str(path), f"invalid JSON at line {e.lineno}: {e.msg}") from e
+        except RecursionError as e:  # "[" * 100_000: one bad file must not stop the others
+            raise LoadError(str(path), "JSON nested too deeply") from e
         items = obj if isinstance(obj, list) else [obj]
         return [_record(path, f"[{i}]" if isinstance(obj, list) else "", item) for i, item in enumerate(items)]
     docs = []
@@ -123,6 +128,8 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise LoadError(f"{path}:{lineno}", f"invalid JSON: {e.msg}") from e
+        except RecursionError as e:
+            raise LoadError(f"{path}:{lineno}", "JSON nested too deeply") from e
         docs.append(_record(path, f":{lineno}", obj))
     if not docs:
         raise LoadError(str(path), "no records")

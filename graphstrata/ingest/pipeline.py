@@ -36,8 +36,9 @@ from neo4j.exceptions import (
     SessionExpired,
     TransientError,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from graphstrata.config import get_settings
 from graphstrata.cypher import query
 from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.embed import Embedder
@@ -53,7 +54,7 @@ from graphstrata.ingest.extract import (
     normalize_name,
     occurrences,
 )
-from graphstrata.ingest.load import DEFAULT_MAX_BYTES, LoadError, SourceDocument, load_paths
+from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.schema import apply_schema
 
@@ -64,14 +65,22 @@ FAULT_HOOK: Callable[[str], None] | None = None
 class IngestOptions(BaseModel):
     """Ingest parameters; the defaults are the papers'."""
 
-    chunk_size: int = Field(1200, description="tokens per chunk (cl100k), E2GraphRAG/KET-RAG default")
-    chunk_overlap: int = Field(100, description="tokens shared by consecutive chunks")
+    chunk_size: int = Field(1200, ge=1, le=100_000, description="tokens per chunk (cl100k), E2GraphRAG/KET-RAG default")
+    chunk_overlap: int = Field(100, ge=0, description="tokens shared by consecutive chunks (less than chunk_size)")
     chunking: Literal["tokens", "semantic"] = Field("tokens", description="`semantic`: semchunk (DA-RAG)")
-    splits: int = Field(3, description="KET-RAG m: sub-chunks by halving a chunk m times")
-    min_subchunk_tokens: int = Field(100, description="a piece is not halved into halves under this size")
-    batch_documents: int = Field(256, description="documents prepared (chunked, parsed, embedded) at once")
-    group_chunks: int = Field(256, description="chunks per write transaction (whole documents only)")
-    max_document_bytes: int = DEFAULT_MAX_BYTES
+    splits: int = Field(3, ge=0, le=6, description="KET-RAG m: sub-chunks by halving a chunk m times")
+    min_subchunk_tokens: int = Field(
+        100, ge=10, le=100_000, description="a piece is not halved into halves under this size"
+    )
+    batch_documents: int = Field(
+        256, ge=1, le=100_000, description="documents prepared (chunked, parsed, embedded) at once"
+    )
+    group_chunks: int = Field(256, ge=1, le=100_000, description="chunks per write transaction (whole documents only)")
+    max_document_bytes: int = Field(
+        default_factory=lambda: get_settings().max_document_bytes,
+        ge=1,
+        description="largest document in UTF-8 bytes (default GRAPHSTRATA_MAX_DOCUMENT_BYTES)",
+    )
     extractor: Literal["auto", "llm", "spacy", "none"] = Field(
         "auto",
         description="knowledge extraction per chunk: `auto` is the LLM when one is configured, else spaCy "
@@ -81,8 +90,17 @@ class IngestOptions(BaseModel):
         False, description="KET-RAG: extract only the core chunks (passed as `core_chunk_ids`), the rest is skipped"
     )
     max_descriptions: int = Field(
-        20, description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)"
+        20,
+        ge=1,
+        le=10_000,
+        description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)",
     )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> IngestOptions:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
+        return self
 
 
 class IngestReport(BaseModel):

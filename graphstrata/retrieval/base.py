@@ -141,9 +141,9 @@ def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
             out.append(it)
             used += it.tokens
         elif not out:
-            from graphstrata.ingest.chunk import encoder
+            from graphstrata.ingest.chunk import encode, encoder
 
-            ids = encoder().encode_ordinary(it.text)[:budget]
+            ids = encode(it.text)[:budget]
             out.append(it.model_copy(update={"text": encoder().decode(ids), "tokens": len(ids)}))
             used = len(ids)
     return out

@@ -4,6 +4,7 @@ and Lucene full-text (BM25) over chunks."""
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from graphstrata.cypher import query
@@ -21,9 +22,31 @@ _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _LUCENE_WORDS = {"AND", "OR", "NOT", "TO"}
 
 
+#: Lucene refuses a query of more than 1024 clauses; the chunk index searches two fields, so each
+#: word the analyzer makes is two clauses. A longer question keeps its first words within this many.
+MAX_CLAUSE_WORDS = 400
+
+
+def _analyzed_words(term: str) -> int:
+    """How many words Lucene's standard analyzer makes of `term`: one, but one per ideograph or kana."""
+    return max(
+        1, sum(1 for ch in term if ord(ch) >= 0x3040 and unicodedata.name(ch, "").startswith(("CJK", "HIRAGANA")))
+    )
+
+
 def lucene_terms(text: str) -> str:
-    """A user's words as a plain OR-query: every Lucene operator escaped, so no input is syntax."""
-    terms = [t for t in re.findall(r"\w+", text) if t.upper() not in _LUCENE_WORDS]
+    """A user's words as a plain OR-query: every Lucene operator escaped, so no input is syntax;
+    each word once (case-insensitively), no more than Lucene accepts (MAX_CLAUSE_WORDS)."""
+    distinct: dict[str, str] = {}
+    for t in re.findall(r"\w+", text):
+        if t.upper() not in _LUCENE_WORDS:
+            distinct.setdefault(t.lower(), t)
+    terms, used = [], 0
+    for t in distinct.values():
+        used += _analyzed_words(t)
+        if used > MAX_CLAUSE_WORDS:
+            break
+        terms.append(t)
     return " ".join(_LUCENE_SPECIAL.sub(r"\\\1", t) for t in terms)
 
 

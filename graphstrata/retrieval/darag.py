@@ -569,11 +569,11 @@ class DARAGRetriever(Retriever):
     def _assess(self, question: str, cands: list[_Candidate], p: DARAGParams) -> dict[str, Any]:
         """Φ_LLM(q, H^k) of §5.1 for every candidate, one call each (stage darag_report). A candidate
         whose call fails keeps QRScore as its score and its extractive rendering as its report."""
-        from graphstrata.ingest.chunk import encoder
+        from graphstrata.ingest.chunk import encode, encoder
         from graphstrata.llm import LLMClient
 
         def prompt(c: _Candidate) -> list[dict[str, str]]:
-            ids = encoder().encode_ordinary(c.rendering)
+            ids = encode(c.rendering)
             text = encoder().decode(ids[:PROMPT_TOKENS]) if len(ids) > PROMPT_TOKENS else c.rendering
             body = REPORT_PROMPT.format(
                 question=question,

@@ -45,6 +45,7 @@ ingest. The route, the rule and the reason are in ``notes``, with the routed met
 
 from __future__ import annotations
 
+import contextvars
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -293,7 +294,8 @@ class FusionRetriever(Retriever):
 
         pool = ThreadPoolExecutor(max_workers=len(methods), thread_name_prefix="fusion")
         try:
-            futures = {pool.submit(one, m): m for m in methods}
+            # each thread in a copy of this context: the request's deadline (graphstrata.limits) reaches it
+            futures = {pool.submit(contextvars.copy_context().run, one, m): m for m in methods}
             done, late = wait(futures, timeout=p.timeout)
             for f in done:
                 m = futures[f]

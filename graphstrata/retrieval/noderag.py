@@ -33,6 +33,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
@@ -131,6 +132,7 @@ class NodeRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question)
         with t.stage("dual_search"):
+            names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
             linked = link_entities(self.db, names)
             terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
             rows = self.db.read(

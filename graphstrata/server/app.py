@@ -28,10 +28,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.server.bounded import Bounded
 from graphstrata.server.documents import DocumentTracker
-from graphstrata.server.errors import ApiError, error_body, install
+from graphstrata.server.errors import ApiError, CatchAllMiddleware, error_body, install
 from graphstrata.server.jobs import JobQueue
+from graphstrata.server.journal import JobJournal, lost_job
 from graphstrata.server.middleware import AuthMiddleware, BodyLimitMiddleware, is_loopback
+from graphstrata.server.security import HostOriginMiddleware, install_openapi
 
 log = logging.getLogger("graphstrata.server")
 
@@ -99,8 +102,8 @@ _DOCUMENTS_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "required": ["title", "text"],
                 "properties": {
-                    "title": {"type": "string"},
-                    "text": {"type": "string"},
+                    "title": {"type": "string", "minLength": 1},
+                    "text": {"type": "string", "minLength": 1},
                     "source": {"type": "string", "description": "identity (default: the title)"},
                 },
             },
@@ -139,6 +142,8 @@ class ServerState:
         self._lock = threading.Lock()
         self._llm_health: tuple[float, dict[str, Any]] | None = None
         self.jobs = JobQueue(classify=classify_error)
+        self.bounded = Bounded()
+        self.journal = JobJournal(settings.data_dir / "server" / "jobs.txt")
 
     def start(self) -> None:
         from graphstrata.embed import get_embedder
@@ -261,11 +266,16 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 
 
+MAX_FILENAME_BYTES = 200  # file systems allow 255; the temporary copy must fit
+
+
 def safe_filename(name: str | None) -> str:
     """The last path component of an uploaded file's name, without control characters."""
     base = _UNSAFE.sub("", (name or "").replace("\\", "/")).rsplit("/", 1)[-1].strip()
     if base in ("", ".", ".."):
         raise ApiError(400, "bad_document", f"unusable file name {name!r}")
+    if len(base.encode()) > MAX_FILENAME_BYTES:
+        raise ApiError(400, "bad_document", f"file name {base[:40]!r}… is over {MAX_FILENAME_BYTES} bytes")
     return base
 
 
@@ -277,8 +287,13 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     docs: dict[str, Any] = {}
     errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
+        seen: set[str] = set()
         for name, data in files:
             safe = safe_filename(name)
+            if safe in seen:  # both would be the document upload:<name>: one would silently replace the other
+                errors.append(f"{safe}: two files of this name in one upload")
+                continue
+            seen.add(safe)
             path = Path(tmp) / safe
             path.write_bytes(data)
             try:
@@ -295,6 +310,23 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
     if errors:
         raise ApiError(400, "bad_document", "cannot ingest " + "; ".join(errors))
     return list(docs.values())
+
+
+def check_documents(docs: list[Any], max_bytes: int) -> None:
+    """What the file loaders refuse, refused in JSON documents too (400 `bad_document`)."""
+    from graphstrata.limits import is_blank
+
+    for d in docs:
+        if is_blank(d.text) or is_blank(d.title):
+            raise ApiError(400, "bad_document", f"document {d.title[:80]!r}: empty title or text (only white space)")
+        size = len(d.text.encode())
+        if size > max_bytes:
+            raise ApiError(
+                400,
+                "bad_document",
+                f"document {d.title[:80]!r}: {size} bytes is over the limit of {max_bytes} "
+                "(GRAPHSTRATA_MAX_DOCUMENT_BYTES)",
+            )
 
 
 def ingest_options(raw: dict[str, Any]) -> Any:
@@ -325,14 +357,22 @@ def augment_stages(raw: bool | list[str]) -> list[str]:
     return [s for s in available if s in raw]
 
 
-def check_query(q: QueryIn) -> None:
+def check_query(q: QueryIn, settings: Settings) -> None:
+    from graphstrata.limits import is_blank
     from graphstrata.retrieval.base import METHODS, _load_methods
 
     _load_methods()
     if q.method not in METHODS:
         raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(sorted(METHODS))}")
-    if not q.question.strip():
+    if is_blank(q.question):
         raise ApiError(400, "empty_question", "the question is empty")
+    if len(q.question) > settings.max_question_chars:
+        raise ApiError(
+            400,
+            "bad_parameters",
+            f"the question has {len(q.question)} characters, over the limit of {settings.max_question_chars} "
+            "(GRAPHSTRATA_MAX_QUESTION_CHARS)",
+        )
 
 
 def describe_methods() -> list[dict[str, Any]]:
@@ -461,7 +501,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     )
     app.state.graphstrata = state
     install(app)
+    install_openapi(app, key_required=key is not None)
+    app.add_middleware(CatchAllMiddleware)
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    if key is None:
+        app.add_middleware(HostOriginMiddleware, allowed_hosts=settings.allowed_host_names)
     app.add_middleware(AuthMiddleware, api_key=key)  # outermost: refuse before anything else is read
 
     # --- documents ----------------------------------------------------------------------------
@@ -514,6 +558,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             options = ingest_options(body.options)
             augment = body.augment
             docs = [SourceDocument(source=d.source or d.title, title=d.title, text=d.text) for d in body.documents]
+            check_documents(docs, options.max_document_bytes)
         else:
             raise ApiError(415, "unsupported_media", "send application/json or multipart/form-data")
         stages = augment_stages(augment)
@@ -527,21 +572,37 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         if job is None:
             raise ApiError(429, "too_many_jobs", "the ingest queue is full; try again later")
         tracker.track(job, docs)
+        await run_in_threadpool(state.journal.add, job.id)
         response.headers["Location"] = f"/jobs/{job.id}"
         return job.to_dict()
 
     @app.delete("/documents/{ref:path}", tags=["documents"], summary="Delete a document")
-    def delete_document(ref: str) -> dict[str, Any]:
-        """Delete documents by id, source or title, and whatever only they supported."""
-        found = state.gs().delete(ref)
+    def delete_document(ref: str, all: bool = False) -> dict[str, Any]:
+        """Delete a document by id, source or title, and whatever only it supported. When a title
+        or source names several documents nothing is deleted (409 `ambiguous`, listing their ids)
+        unless `all=true`."""
+        from graphstrata.cypher import query
+
+        gs = state.gs()
+        found = gs.db.read(query("ingest.find_documents"), ref=ref)
         if not found:
             raise ApiError(404, "not_found", f"no document with id, source or title {ref!r}")
-        return {"deleted": found}
+        if len(found) > 1 and not all:
+            ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
+            raise ApiError(
+                409,
+                "ambiguous",
+                f"{len(found)} documents match {ref!r}: {ids}; delete one by id, or all with ?all=true",
+            )
+        return {"deleted": [d for f in found for d in gs.delete(f["id"])]}
 
     @app.get("/jobs/{job_id}", tags=["documents"], summary="An ingest job: state, progress, report")
     def get_job(job_id: str) -> dict[str, Any]:
+        """A job of an earlier run of the server answers `state: lost` (error code `lost`)."""
         job = state.jobs.get(job_id)
         if job is None:
+            if state.journal.knows(job_id):
+                return lost_job(job_id)
             raise ApiError(404, "not_found", f"no job {job_id!r}")
         return job.to_dict()
 
@@ -551,10 +612,14 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
 
     # --- questions ----------------------------------------------------------------------------
     @app.post("/retrieve", tags=["questions"], summary="Context for a question")
-    def retrieve(q: QueryIn) -> dict[str, Any]:
-        """The same as `GraphStrata.retrieve(question, method, **params)`."""
-        check_query(q)
-        return state.gs().retrieve(q.question, q.method, **q.params).model_dump(mode="json")
+    async def retrieve(q: QueryIn, request: Request) -> dict[str, Any]:
+        """The same as `GraphStrata.retrieve(question, method, **params)`, stopped after
+        GRAPHSTRATA_REQUEST_TIMEOUT seconds (504 `deadline_exceeded`) or when the client leaves."""
+        check_query(q, settings)
+        result = await state.bounded.run(
+            request, lambda: state.gs().retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
+        return result.model_dump(mode="json")
 
     @app.post(
         "/ask",
@@ -562,18 +627,22 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         summary="An answer with citations (optionally streamed)",
         responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
     )
-    async def ask(q: AskIn) -> Any:
+    async def ask(q: AskIn, request: Request) -> Any:
         """The same as `GraphStrata.ask(question, method, **params)`. With `stream: true` the
         answer comes as server-sent events: `retrieval` (the context), `token` (`{"text"}`) …, then
         `done` (`{"answer", "citations", "model"}`) or `error` (`{"error": {"code", "message"}}`)."""
         from graphstrata.generate import AnswerStream
 
-        check_query(q)
+        check_query(q, settings)
         gs = await run_in_threadpool(state.gs)
         if not q.stream:
-            answer = await run_in_threadpool(lambda: gs.ask(q.question, q.method, **q.params))
+            answer = await state.bounded.run(
+                request, lambda: gs.ask(q.question, q.method, **q.params), settings.request_timeout
+            )
             return answer.model_dump(mode="json")
-        result = await run_in_threadpool(lambda: gs.retrieve(q.question, q.method, **q.params))
+        result = await state.bounded.run(
+            request, lambda: gs.retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
         stream = AnswerStream(q.question, result, settings, client=gs.llm)
         return StreamingResponse(
             stream_answer(stream, result),
@@ -602,6 +671,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             "llm": llm,
             "auth": key is not None,
             "jobs": state.jobs.counts(),
+            "questions": {
+                "running": state.bounded.running,
+                "deadline_s": settings.request_timeout,
+                "max_chars": settings.max_question_chars,
+            },
         }
 
     @app.get("/stats", tags=["service"], summary="Nodes per label and relationships per type")

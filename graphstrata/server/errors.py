@@ -5,15 +5,19 @@ stable machine-readable code (clients branch on the code, people read the messag
 code                status  meaning
 ==================  ======  =======================================================================
 unauthorized        401     no API key, or a wrong one
+forbidden           403     a keyless server refused a foreign Host or a cross-origin state change
 not_found           404     no such route, job or document
 method_not_allowed  405     the route exists, the HTTP method does not
 bad_parameters      400     the request body or a method parameter does not validate
 unknown_method      400     no retrieval method of that name (the message lists the available ones)
 empty_question      400     the question is empty or only whitespace
 bad_document        400     an uploaded file or document cannot be ingested (the message names it)
+ambiguous           409     a title or source names several documents; delete by id, or pass all=true
 too_large           413     the request body is over the limit (GRAPHSTRATA_MAX_BODY_BYTES)
 unsupported_media   415     neither JSON nor multipart/form-data where one of them is needed
 too_many_jobs       429     the ingest queue is full
+client_closed       499     the client went away before the answer (it never sees this)
+deadline_exceeded   504     a question ran past GRAPHSTRATA_REQUEST_TIMEOUT; its work was stopped
 llm_unavailable     502     the language model endpoint failed or is not configured for the request
 neo4j_unavailable   503     Neo4j does not answer (or refuses our credentials)
 schema_mismatch     500     the database was built with another embedding model
@@ -27,6 +31,7 @@ internal            500     anything else (details in the server log, never in t
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -38,9 +43,10 @@ log = logging.getLogger("graphstrata.server")
 STATUS_CODES = {
     400: "bad_parameters",
     401: "unauthorized",
-    403: "unauthorized",
+    403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    409: "ambiguous",
     413: "too_large",
     415: "unsupported_media",
     422: "bad_parameters",
@@ -131,7 +137,34 @@ def install(app: FastAPI) -> None:
         log.warning("LLM failure: %s", exc)
         return error_response(502, "llm_unavailable", str(exc))
 
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("internal error on %s %s", request.method, request.url.path)
-        return error_response(500, "internal", "internal error (details are in the server log)")
+
+class CatchAllMiddleware:
+    """Any other exception becomes a 500 ``internal`` answer on a connection that stays usable.
+
+    (A handler for ``Exception`` registered with FastAPI runs in Starlette's outermost middleware,
+    which re-raises after answering, and uvicorn then drops the keep-alive connection: the client's
+    next, unrelated request fails. This sits inside it and swallows the error once it is answered.)"""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
+            if started:  # mid-stream: nothing sensible can be sent any more
+                raise
+            response = error_response(500, "internal", "internal error (details are in the server log)")
+            await response(scope, receive, send)

@@ -92,7 +92,9 @@ class AuthMiddleware:
         if auth and auth[:7].lower() == "bearer ":
             given = auth[7:].strip()
         given = given or _header(scope, b"x-api-key")
-        if not given or not hmac.compare_digest(given.encode(), self.key):
+        # header values arrive as bytes (decoded latin-1 here): compare those bytes with the key's UTF-8,
+        # so a non-ASCII key sent as UTF-8 matches
+        if not given or not hmac.compare_digest(given.encode("latin-1"), self.key):
             message = "missing API key" if not given else "wrong API key"
             await send_json(
                 send,

@@ -35,6 +35,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from graphstrata import limits
 from graphstrata.algorithms.sgrag.assemble import SubgraphMatch, assemble, fallback_anchors, one_hop_subgraph
 from graphstrata.algorithms.sgrag.completion import PathStats, candidate_labels, completions, n_completions
 from graphstrata.algorithms.sgrag.decompose import Decomposition, QueryPath, decompose, query_hops
@@ -179,6 +180,7 @@ def _match(
         result.wildcard_pass = True
         cand_lists = []
         for qpath, qhops in zip(paths, hops, strict=True):
+            limits.check()  # a request's deadline (a long question makes many paths)
             labels = tuple(query.labels[q] for q in qpath.nodes)
             semantic = index.rows(labels)
             rows = index.filter_hops(qpath.length, semantic, qhops, directed)
@@ -199,6 +201,7 @@ def _match(
 
     cache: dict[tuple, tuple[list[DataPath], PathStats]] = {}
     for completion in completions(query, U):
+        limits.check()
         result.completions_tried += 1
         completed = query.with_labels(completion)
         cand_lists = []
