@@ -8,13 +8,38 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from graphstrata.config import Settings, get_settings
 
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message says all a user needs: printed as one line, never as a traceback."""
+    from graphstrata.db import ConnectionError_
+    from graphstrata.embed import EmbeddingError
+    from graphstrata.llm import CacheWriteError, LLMError
+    from graphstrata.schema import SchemaError
+
+    return (ConnectionError_, EmbeddingError, LLMError, CacheWriteError, SchemaError)
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Exception as e:
+            if not isinstance(e, _known_errors()):
+                raise
+            console.print(f"[bold red]error:[/] {e}", highlight=False)
+            raise typer.Exit(1) from None
+
+
 app = typer.Typer(
+    cls=_Group,
     help="graphstrata: layered graph-RAG on Neo4j + GDS (NodeRAG, KET-RAG, E2GraphRAG, DA-RAG, SG-RAG).",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -36,6 +61,23 @@ def _settings(instance: str | None = None, bolt: int | None = None, http: int | 
 def _fail(msg: str, code: int = 1) -> None:
     console.print(f"[bold red]error:[/] {msg}", highlight=False)
     raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from graphstrata import __version__
+
+        print(f"graphstrata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """graphstrata: layered graph-RAG on Neo4j + GDS (NodeRAG, KET-RAG, E2GraphRAG, DA-RAG, SG-RAG)."""
 
 
 # --- neo4j ----------------------------------------------------------------------------------
@@ -150,49 +192,28 @@ def stats() -> None:
 
 # --- documents ------------------------------------------------------------------------------
 def print_report(report) -> None:
-    table = Table(
-        "documents new",
-        "replaced",
-        "unchanged",
-        "chunks",
-        "sub-chunks",
-        "entities new",
-        "keywords",
-        "extracted",
-        "relations",
-        "units",
-        title="ingest summary",
-    )
-    table.add_row(
-        *map(
-            str,
-            (
-                report.documents_new,
-                report.documents_replaced,
-                report.documents_unchanged,
-                report.chunks,
-                report.subchunks,
-                report.entities_new,
-                report.keywords,
-                report.extracted_chunks,
-                report.relations,
-                report.semantic_units,
-            ),
-        )
-    )
-    Console().print(table)
+    from graphstrata.output import print_summary
+
+    out = Console()
+    counts = {
+        "documents new": report.documents_new,
+        "replaced": report.documents_replaced,
+        "unchanged": report.documents_unchanged,
+        "chunks": report.chunks,
+        "sub-chunks": report.subchunks,
+        "entities new": report.entities_new,
+        "keywords": report.keywords,
+        "extracted": report.extracted_chunks,
+        "relations": report.relations,
+        "units": report.semantic_units,
+    }
+    print_summary(out, "ingest summary", list(counts), [[str(v) for v in counts.values()]])
     if report.llm:
         # the cost of this ingest per LLM stage (a re-ingest is served by the cache: 0 calls)
-        llm = Table("LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures")
-        for stage, u in report.llm.items():
-            llm.add_row(
-                stage,
-                *(
-                    str(u.get(k, 0))
-                    for k in ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
-                ),
-            )
-        Console().print(llm)
+        keys = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
+        rows = [[stage, *(str(u.get(k, 0)) for k in keys)] for stage, u in report.llm.items()]
+        headers = ["LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures"]
+        print_summary(out, "LLM cost", headers, rows)
     else:
         Console().print("LLM: no calls", highlight=False)
     if report.ketrag:
@@ -209,6 +230,12 @@ def print_report(report) -> None:
     )
     for err in report.errors:
         console.print(f"[yellow]skipped[/] {err}", highlight=False)
+    if report.skipped_invalid:
+        console.print(
+            f"[yellow]--skip-invalid left out {len(report.skipped_invalid)} invalid item(s):[/]", highlight=False
+        )
+        for item in report.skipped_invalid:
+            console.print(f"  {item}", highlight=False, overflow="fold")
     for f in report.failed_chunks:
         console.print(
             f"[yellow]extraction failed[/] {f['doc']} chunk {f['chunk']}: {f['error']} "
@@ -232,9 +259,18 @@ def ingest(
         typer.Option(
             "--extractions",
             help="Bring-your-own extractions: a JSON-lines file, one document per line with title, text, "
-            "entities and triples (subject, predicate, object); no LLM is called for them.",
+            "entities and triples [subject, predicate, object] (+ optional {description}); no LLM is called for "
+            "them (format: docs/extractions.md).",
         ),
     ] = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid",
+            help="With --extractions: leave out invalid triples, entities and lines, and list them with their "
+            "line numbers (default: an invalid file is refused whole).",
+        ),
+    ] = False,
     extractor: Annotated[
         ExtractorChoice,
         typer.Option(help="Knowledge extraction per chunk: auto = the LLM if one is configured, else spaCy."),
@@ -280,7 +316,7 @@ def ingest(
     try:
         with GraphStrata() as gs:
             if extractions is not None:
-                report.add(gs.ingest_extractions(extractions, options, progress=progress))
+                report.add(gs.ingest_extractions(extractions, options, progress=progress, skip_invalid=skip_invalid))
             if paths and profile == "ketrag":
                 report.add(gs.ingest_ketrag(paths, options, beta=beta, knn_k=knn_k, progress=progress))
             elif paths:
@@ -347,10 +383,10 @@ def augment(
             reports = gs.augment(stage or None, **params)
     except (ConnectionError_, ValueError) as e:
         _fail(str(e))
-    table = Table("stage", "seconds", "counts", title="augment")
-    for r in reports:
-        table.add_row(r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items()))
-    Console().print(table)
+    from graphstrata.output import print_summary
+
+    rows = [[r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items())] for r in reports]
+    print_summary(Console(), "augment", ["stage", "seconds", "counts"], rows)
 
 
 # --- questions --------------------------------------------------------------------------------
@@ -362,37 +398,54 @@ def ask(
     budget: Annotated[int | None, typer.Option(help="Token budget of the context.")] = None,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Method parameter name=value.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The whole answer and retrieval as JSON.")] = False,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print the answer as the model writes it (evidence follows).")
+    ] = False,
 ) -> None:
     """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
     from graphstrata.client import GraphStrata
-    from graphstrata.db import ConnectionError_
+    from graphstrata.generate import AnswerStream
+    from graphstrata.output import print_evidence
     from graphstrata.retrieval.base import RetrievalError
 
+    if stream and as_json:
+        _fail("--stream prints text as it comes; --json prints one document at the end: choose one")
     params: dict = {k: v for k, v in {"top_k": top_k, "budget": budget}.items() if v is not None}
     for item in param or []:
         key, sep, value = item.partition("=")
         if not sep:
             _fail(f"--param takes name=value, got {item!r}")
         params[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" and _is_json(value) else value
+    streamed = False
     try:
         with GraphStrata() as gs:
-            result = gs.ask(question, method, **params)
-    except (ConnectionError_, RetrievalError) as e:
+            if stream:
+                answer_stream = AnswerStream(question, gs.retrieve(question, method, **params), gs.settings, gs.llm)
+                for piece in answer_stream:
+                    streamed = True
+                    sys.stdout.write(piece)
+                    sys.stdout.flush()
+                if streamed:
+                    sys.stdout.write("\n")
+                result = answer_stream.answer
+            else:
+                result = gs.ask(question, method, **params)
+    except RetrievalError as e:
         _fail(str(e))
     if as_json:
         print(result.model_dump_json(indent=2))
         return
     out = Console()
+    r = result.retrieval
+    for warning in r.notes.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if result.answer is not None:
-        out.print(result.answer, highlight=False)
+        if not streamed:
+            out.print(result.answer, highlight=False)
         out.print(f"[dim]cited: {', '.join(result.citations) or 'nothing'} · {result.model} · {method}[/]")
     else:
         out.print(f"[yellow]{result.note}[/]")
-    r = result.retrieval
-    for i, item in enumerate(r.items, 1):
-        text = item.text if len(item.text) < 400 else item.text[:400] + "…"
-        out.print(f"[bold][{i}][/] {item.label} {item.node_id} score={item.score:.3f} ({item.why})", highlight=False)
-        out.print(f"    {text}", highlight=False)
+    print_evidence(out, r.items)
     timings = ", ".join(f"{k} {v:.1f}ms" for k, v in r.timings_ms.items())
     out.print(f"[dim]{method}: {len(r.items)} items, {r.tokens}/{r.budget} tokens; {timings}[/]")
 

@@ -18,7 +18,7 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
-from graphstrata.ingest.extract import parse_user_extractions
+from graphstrata.ingest.extract import read_user_extractions
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
 from graphstrata.llm import LLMClient
@@ -130,20 +130,29 @@ class GraphStrata:
         return self._ingestor(options, progress).ingest_documents(sources)
 
     def ingest_extractions(
-        self, path: str | Path, options: IngestOptions | None = None, progress: bool = False
+        self,
+        path: str | Path,
+        options: IngestOptions | None = None,
+        progress: bool = False,
+        skip_invalid: bool = False,
     ) -> IngestReport:
         """Ingest a bring-your-own extractions file (JSON lines: ``title``, ``text``, ``entities``,
-        ``triples``; format in :func:`graphstrata.ingest.extract.parse_user_extractions`).
+        ``triples``; format in :func:`graphstrata.ingest.extract.read_user_extractions`).
 
         Each text is chunked as usual; its entities and triples are attached to the chunks that
         contain them (the first chunk otherwise) with ``extractor='user'``; no LLM is called. An
-        invalid file raises ``UserExtractionError`` naming every bad line, before anything is written.
+        invalid file raises ``UserExtractionError`` naming every bad line, before anything is written;
+        with ``skip_invalid`` the bad triples/entities/lines are left out and listed, with their line
+        numbers, in ``report.skipped_invalid``.
         """
-        docs = [UserExtractedDocument.from_user(d) for d in parse_user_extractions(path)]
+        parsed = read_user_extractions(path, skip_invalid=skip_invalid)
+        docs = [UserExtractedDocument.from_user(d) for d in parsed.documents]
         unique = list({d.source: d for d in docs}.values())  # a later line with the same identity wins
         # the documents carry their extraction: no extractor (and no LLM) is involved
         options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
-        return Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report.skipped_invalid = parsed.skipped + report.skipped_invalid
+        return report
 
     def delete(self, ref: str) -> list[dict]:
         """Delete documents by id, source path or title, with whatever only they supported."""

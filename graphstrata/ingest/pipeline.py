@@ -100,6 +100,8 @@ class IngestReport(BaseModel):
     semantic_units: int = 0
     rows_written: int = 0
     errors: list[str] = Field(default_factory=list)
+    #: Invalid triples, entities or lines of an extractions file left out by ``--skip-invalid``.
+    skipped_invalid: list[str] = Field(default_factory=list)
     #: Chunks whose extraction failed: ``{doc, title, chunk (ordinal), error}``. Their documents are
     #: written without that chunk's extraction and retried by the next ingest.
     failed_chunks: list[dict] = Field(default_factory=list)
@@ -118,6 +120,7 @@ class IngestReport(BaseModel):
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
         self.errors += other.errors
+        self.skipped_invalid += other.skipped_invalid
         self.failed_chunks += other.failed_chunks
         self.ketrag = other.ketrag or self.ketrag
         for stage, counts in other.llm.items():
