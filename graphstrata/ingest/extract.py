@@ -582,7 +582,8 @@ def triple_problem(value: Any) -> str | None:
     elif isinstance(value, list):
         if len(value) not in (3, 4):
             return (
-                f"a triple has 3 elements [subject, predicate, object] (+ optional {{description}}), got {len(value)}"
+                "a triple has 3 elements [subject, predicate, object] (+ optional {description}), "
+                f"got {len(value)} elements"
             )
         parts = value[:3]
         extra = value[3] if len(value) == 4 else {}
