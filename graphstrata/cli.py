@@ -546,11 +546,20 @@ def cypher(
         bool, typer.Option("--show", help="Print the query and a `:params` line for Browser; run nothing.")
     ] = False,
     text: Annotated[str | None, typer.Option("--query", "-q", help="Run this Cypher instead (read-only too).")] = None,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "--ask",
+            help="A question in plain language: the configured LLM writes the Cypher from the data model; "
+            "it is printed, checked read-only and run (with --show: printed only).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON.")] = False,
     width: Annotated[int, typer.Option(help="Longest text shown in a table cell.")] = 80,
 ) -> None:
-    """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), always in a
-    READ transaction: a statement that writes is refused (exit code 5)."""
+    """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), ad-hoc Cypher
+    or, with an LLM, a question in plain language (--ask) — always in a READ transaction: a statement
+    that writes is refused (exit code 5)."""
     from graphstrata.cypher import queries as lib
     from graphstrata.db import ConnectionError_, Database
 
@@ -559,8 +568,14 @@ def cypher(
             for q in lib.library().values():
                 print(f"{q.name}  {q.signature()}\n    {q.summary}  [{q.file}.cypher]")
             return
-        if (name is None) == (text is None):
-            _fail("give a library query NAME (see --list) or --query TEXT")
+        if sum(x is not None for x in (name, text, question)) != 1:
+            _fail('give a library query NAME (see --list), --query TEXT or --ask "QUESTION"')
+        if question is not None:
+            if not question.strip():
+                _fail("the question is empty")
+            text = _draft_cypher(question, show)
+            if show:
+                return
         q = lib.get(name) if name else None
         params = lib.parse_params(param or [], q)
         if q is not None:
@@ -584,19 +599,34 @@ def cypher(
 
         if not isinstance(e, Neo4jError):
             raise
-        _fail(f"{e.code}: {e.message}", code=5 if "AccessMode" in (e.code or "") else 1)
+        written = "the generated query is not valid Cypher: " if question is not None else ""
+        _fail(f"{written}{e.code}: {e.message}", code=5 if "AccessMode" in (e.code or "") else 1)
     if as_json:
         print(json.dumps(result.rows, indent=2, ensure_ascii=False))
         return
-    from rich.text import Text
+    from graphstrata.output import print_summary
 
-    table = Table(*result.keys, title=name or None)
-    for row in result.rows:
-        cells = [lib.caption(row[k]) for k in result.keys]
-        table.add_row(*(Text(c if len(c) <= width else c[: width - 1] + "…") for c in cells))
-    out = Console(width=None if sys.stdout.isatty() else 250)
-    out.print(table, highlight=False)
+    cells = [[lib.caption(row[k]) for k in result.keys] for row in result.rows]
+    cells = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in cells]
+    out = Console()
+    if result.keys:  # a table when it fits the terminal, else one record per row
+        print_summary(out, name or "result", result.keys, cells)
     out.print(f"[dim]{len(result.rows)} row(s)[/]")
+
+
+def _draft_cypher(question: str, show: bool) -> str:
+    """The LLM's Cypher for ``question``, printed before anything runs (to stdout with --show)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.text2cypher import draft
+
+    with GraphStrata() as gs:
+        d = draft(gs.db, gs.llm, question)
+    if show:
+        print(d.cypher)
+    else:
+        console.print(f"[dim]// {d.explanation}[/]" if d.explanation else "", highlight=False)
+        console.print(d.cypher, highlight=False, markup=False)
+    return d.cypher
 
 
 def main() -> None:  # pragma: no cover

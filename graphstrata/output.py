@@ -42,7 +42,7 @@ def print_summary(out: Console, title: str, headers: Sequence[str], rows: Sequen
     out.print(Text(f"{title}:", style="bold"))
     for r in cells:
         fields = list(zip(headers, r, strict=True))
-        if len(cells) > 1:
+        if len(cells) > 1 and len(fields) > 1:
             out.print(Text(f"  {fields[0][1]}:"))
             fields, indent = fields[1:], "    "
         else:

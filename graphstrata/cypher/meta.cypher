@@ -43,3 +43,13 @@ RETURN type, n ORDER BY type;
 // name: wipe
 // Deletes every node and relationship, in batches (tests and `graphstrata reset`).
 MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS;
+
+// name: node_type_properties
+// Property keys per label combination, as the database has them (the text-to-Cypher prompt).
+CALL db.schema.nodeTypeProperties() YIELD nodeType, propertyName
+RETURN nodeType, collect(propertyName) AS properties ORDER BY nodeType;
+
+// name: rel_type_properties
+// Property keys per relationship type (the text-to-Cypher prompt).
+CALL db.schema.relTypeProperties() YIELD relType, propertyName
+RETURN relType, collect(propertyName) AS properties ORDER BY relType;
