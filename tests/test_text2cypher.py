@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from typer.testing import CliRunner, Result
 
 from graphstrata import text2cypher
@@ -120,3 +121,31 @@ def test_no_llm_says_so(docs: Database, tmp_path: Path, neo4j_settings: Settings
     result = cli(neo4j_settings, tmp_path, "cypher", "--ask", "Titles?")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: text-to-Cypher needs a language model and none is configured")
+
+
+def test_api_route(docs: Database, model: CypherModel, tmp_path: Path, neo4j_settings: Settings) -> None:
+    from fastapi.testclient import TestClient
+
+    from graphstrata.server import create_app
+
+    settings = neo4j_settings.model_copy(
+        update={
+            "openai_api_key": model.api_key,
+            "openai_base_url": model.base_url,
+            "chat_model": CHAT_MODEL,
+            "cache_dir": tmp_path / "cache",
+            "api_key": SecretStr("k"),  # TestClient's peer is no loopback address
+        }
+    )
+    with TestClient(create_app(settings, host="127.0.0.1"), headers={"Authorization": "Bearer k"}) as http:
+        ok = http.post("/cypher/ask", json={"question": "Which documents are there?"})
+        assert ok.status_code == 200, ok.text
+        assert ok.json()["cypher"] == READ and ok.json()["rows"] == [{"title": "Alû"}, {"title": "Kur"}]
+        model.cypher = WRITE
+        refused = http.post("/cypher/ask", json={"question": "Delete every document"})
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "write_refused"
+        model.cypher = BROKEN
+        bad = http.post("/cypher/ask", json={"question": "Titles?"})
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "bad_cypher"
+        assert BROKEN in bad.json()["error"]["message"]
+    assert docs.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"] == 2
