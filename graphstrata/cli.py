@@ -277,6 +277,18 @@ def ingest(
     ] = ExtractorChoice.auto,
     chunk_size: Annotated[int, typer.Option(help="Tokens per chunk (cl100k).")] = 1200,
     chunk_overlap: Annotated[int, typer.Option(help="Tokens shared by consecutive chunks.")] = 100,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="Extraction schema JSON (entity_types, relation_types, prompt; `graphstrata prompt-tune` "
+            "drafts one) steering LLM extraction; recorded on the graph.",
+        ),
+    ] = None,
+    allow_schema_change: Annotated[
+        bool,
+        typer.Option("--allow-schema-change", help="Extract with another schema than the one recorded on the graph."),
+    ] = False,
     semantic: Annotated[
         bool, typer.Option("--semantic", help="Semantic chunking (semchunk) instead of windows.")
     ] = False,
@@ -304,7 +316,15 @@ def ingest(
         _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
     if profile not in ("full", "ketrag"):
         _fail(f"unknown profile {profile!r}: use full or ketrag")
+    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch
+
+    try:
+        steer = ExtractionSchema.from_file(schema) if schema is not None else None
+    except ValueError as e:
+        _fail(str(e))
     options = IngestOptions(
+        extraction_schema=steer,
+        allow_schema_change=allow_schema_change,
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         chunking="semantic" if semantic else "tokens",
@@ -327,6 +347,7 @@ def ingest(
         SchemaError,
         LLMNotConfigured,
         UserExtractionError,
+        ExtractionSchemaMismatch,
         CacheWriteError,
         IngestWriteError,
     ) as e:
@@ -334,6 +355,41 @@ def ingest(
     print_report(report)
     if report.errors or report.failed_chunks:
         raise typer.Exit(2)
+
+
+@app.command("prompt-tune")
+def prompt_tune(
+    paths: Annotated[list[str], typer.Argument(help="Sample files or folders (.txt, .md, .json, .jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the schema JSON.")] = Path(
+        "extraction-schema.json"
+    ),
+    samples: Annotated[int, typer.Option(help="Chunks shown to the model, spread over the corpus.")] = 8,
+    chunk_size: Annotated[int, typer.Option(help="Tokens per sample chunk.")] = 600,
+) -> None:
+    """With an LLM: draft a domain extraction schema (entity and relation types, a prompt) from sample
+    chunks, for `graphstrata ingest --schema FILE` (after GraphRAG's prompt tuning). Review it first."""
+    from graphstrata.ingest.chunk import token_chunks
+    from graphstrata.ingest.extract import sample_evenly, tune_schema
+    from graphstrata.ingest.load import load_paths
+    from graphstrata.llm import LLMClient, LLMNotConfigured
+
+    settings = get_settings()
+    if not settings.llm_enabled:
+        raise LLMNotConfigured(
+            "prompt-tune asks a language model and none is configured "
+            "(set OPENAI_BASE_URL and/or OPENAI_API_KEY, and GRAPHSTRATA_CHAT_MODEL)"
+        )
+    docs, errors = load_paths(paths)
+    for e in errors:
+        console.print(f"[yellow]skipped[/] {e}", highlight=False)
+    chunks = [p.text for d in docs for p in token_chunks(d.text, chunk_size, 0)]
+    if not chunks:
+        _fail("no text to sample in " + ", ".join(paths))
+    with LLMClient.from_settings(settings) as llm:
+        drafted = tune_schema(llm, sample_evenly(chunks, samples))
+    out.write_text(drafted.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}: {drafted.summary()}", highlight=False, soft_wrap=True)
+    console.print(f"review it, then: graphstrata ingest --schema {out} PATH…", highlight=False, soft_wrap=True)
 
 
 @app.command("delete")
@@ -624,8 +680,9 @@ def _draft_cypher(question: str, show: bool) -> str:
     if show:
         print(d.cypher)
     else:
-        console.print(f"[dim]// {d.explanation}[/]" if d.explanation else "", highlight=False)
-        console.print(d.cypher, highlight=False, markup=False)
+        if d.explanation:
+            console.print(f"// {d.explanation}", style="dim", highlight=False, markup=False, soft_wrap=True)
+        console.print(d.cypher, highlight=False, markup=False, soft_wrap=True)
     return d.cypher
 
 

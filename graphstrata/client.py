@@ -18,10 +18,10 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
-from graphstrata.ingest.extract import read_user_extractions
+from graphstrata.ingest.extract import read_user_extractions, record_schema
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
-from graphstrata.llm import LLMClient
+from graphstrata.llm import LLMClient, LLMNotConfigured
 from graphstrata.retrieval.base import RetrievalResult, available_methods, get_retriever
 
 
@@ -67,6 +67,10 @@ class GraphStrata:
     def _ingestor(self, options: IngestOptions | None, progress: bool) -> Ingestor:
         options = options or IngestOptions()
         llm = self.llm if options.extractor in ("auto", "llm") else None
+        if llm is not None:
+            record_schema(self.db, options.extraction_schema, options.allow_schema_change)
+        elif options.extraction_schema is not None and options.extractor != "none":
+            raise LLMNotConfigured("an extraction schema steers LLM extraction; no language model is configured")
         return Ingestor(self.db, self.embedder, options, progress, llm=llm)
 
     def ingest(

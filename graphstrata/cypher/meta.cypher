@@ -53,3 +53,13 @@ RETURN nodeType, collect(propertyName) AS properties ORDER BY nodeType;
 // Property keys per relationship type (the text-to-Cypher prompt).
 CALL db.schema.relTypeProperties() YIELD relType, propertyName
 RETURN relType, collect(propertyName) AS properties ORDER BY relType;
+
+// name: get_extraction_schema
+// The extraction schema the graph's LLM extractions were made with (JSON and fingerprint), if recorded.
+MATCH (m:GraphStrata {id: 'meta'})
+RETURN m.extraction_schema AS schema, m.extraction_schema_fingerprint AS fingerprint;
+
+// name: set_extraction_schema
+// Records the extraction schema of an LLM ingest (replaced only by an ingest allowed to change it).
+MERGE (m:GraphStrata {id: 'meta'})
+SET m.extraction_schema = $schema, m.extraction_schema_fingerprint = $fingerprint, m.updated_at = datetime();

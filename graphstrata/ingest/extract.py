@@ -15,6 +15,7 @@ Entities are merged across chunks by :func:`normalize_name`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import string
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Span, Token
 
+    from graphstrata.db import Database
     from graphstrata.llm import LLMClient
 
 Extractor = Literal["llm", "spacy", "user"]
@@ -308,9 +310,130 @@ Use only information in the text. Reply with one JSON object in exactly this for
 """
 
 
-def extraction_messages(chunk_text: str) -> list[dict[str, str]]:
+# The part of the prompt a schema's `prompt` replaces (the goal and steps); the reply format and the
+# text markers always follow, so every prompt is parsed the same way.
+_STEPS_END = "Use only information in the text."
+EXTRACTION_INSTRUCTIONS = EXTRACTION_PROMPT[: EXTRACTION_PROMPT.index(_STEPS_END)]
+_REPLY_FORMAT = EXTRACTION_PROMPT[EXTRACTION_PROMPT.index(_STEPS_END) :]
+
+
+def _type_name(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_").upper()
+
+
+class ExtractionSchema(BaseModel):
+    """What LLM extraction looks for (GraphRAG's entity types / neo4j-graphrag's schema): a JSON file
+    given to ``graphstrata ingest --schema`` or drafted by ``graphstrata prompt-tune``.
+
+    ``entity_types`` replace the built-in 13 (an entity the model types otherwise is stored as
+    ``OTHER``); ``relation_types``, when given, are the only predicates kept; ``prompt`` replaces the
+    goal and steps of the extraction prompt (the reply format and the text always follow it). The
+    schema's fingerprint is recorded on the graph, so a later ingest with another schema is refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    domain: str = Field("", description="what the corpus is about (informative; recorded with the schema)")
+    entity_types: list[str] = Field(default_factory=lambda: list(ENTITY_TYPES), min_length=1, max_length=50)
+    relation_types: list[str] = Field(default_factory=list, max_length=100)
+    prompt: str | None = Field(
+        None, description="instructions replacing the default goal and steps; `{types}` is replaced by the types"
+    )
+
+    @field_validator("entity_types")
+    @classmethod
+    def _entity_types(cls, v: list[str]) -> list[str]:
+        names = [_type_name(t) for t in v]
+        if not all(names):
+            raise ValueError("entity types must contain letters or digits")
+        return list(dict.fromkeys([*names, "OTHER"]))
+
+    @field_validator("relation_types")
+    @classmethod
+    def _relation_types(cls, v: list[str]) -> list[str]:
+        names = [" ".join(t.casefold().split()) for t in v]
+        if not all(names):
+            raise ValueError("relation types must not be empty")
+        return list(dict.fromkeys(names))
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, v: str | None) -> str | None:
+        if v is not None and (TEXT_BEGIN in v or TEXT_END in v):
+            raise ValueError("the prompt must not contain the text markers: the text is appended to it")
+        return v or None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ExtractionSchema:
+        """Read and validate a schema file (JSON); :class:`ValueError` names what is wrong."""
+        try:
+            return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read the schema file: {e}") from e
+        except ValidationError as e:
+            detail = "; ".join(f"{'.'.join(map(str, x['loc'])) or '(file)'}: {x['msg']}" for x in e.errors())
+            raise ValueError(f"{path}: not a valid extraction schema: {detail}") from e
+
+    def fingerprint(self) -> str:
+        """A short hash of what changes extraction (not the informative ``domain``)."""
+        data = self.model_dump(mode="json", exclude={"domain"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def summary(self) -> str:
+        rels = f"; relation types {', '.join(self.relation_types)}" if self.relation_types else ""
+        prompt = "; own prompt" if self.prompt else ""
+        return f"entity types {', '.join(self.entity_types)}{rels}{prompt} [{self.fingerprint()}]"
+
+    def apply(self, x: ChunkExtraction) -> ChunkExtraction:
+        """``x`` within the schema: other entity types become OTHER, other predicates are dropped."""
+        allowed = set(self.entity_types)
+        entities = [
+            e if e.type in allowed | {UNKNOWN_TYPE} else e.model_copy(update={"type": "OTHER"}) for e in x.entities
+        ]
+        relations = x.relations
+        if self.relation_types:
+            keep = set(self.relation_types)
+            relations = [r for r in relations if " ".join(r.predicate.casefold().split()) in keep]
+        return x.model_copy(update={"entities": entities, "relations": relations})
+
+
+DEFAULT_SCHEMA = ExtractionSchema()
+
+
+class ExtractionSchemaMismatch(ValueError):
+    """An LLM ingest would extract with another schema than the one recorded on the graph."""
+
+
+def record_schema(db: Database, schema: ExtractionSchema | None, allow_change: bool = False) -> None:
+    """Record ``schema`` (None: the built-in one) on the graph before an LLM extraction, or refuse it
+    when the graph's documents were extracted under another one: unchanged documents are never
+    re-extracted, so mixing schemas would leave a graph typed two ways."""
+    from graphstrata.cypher import query
+
+    schema = schema or DEFAULT_SCHEMA
+    row = db.read_one(query("meta.get_extraction_schema"))
+    recorded = row["fingerprint"] if row else None
+    if recorded and recorded != schema.fingerprint() and not allow_change:
+        before = ExtractionSchema.model_validate_json(row["schema"])
+        raise ExtractionSchemaMismatch(
+            f"this graph was extracted with another schema ({before.summary()}); this ingest asks for "
+            f"{schema.summary()}. Use the same schema, ingest into another database, or allow the change "
+            "(--allow-schema-change) to mix them deliberately"
+        )
+    if recorded != schema.fingerprint():
+        db.write(query("meta.set_extraction_schema"), schema=schema.model_dump_json(), fingerprint=schema.fingerprint())
+
+
+def extraction_messages(chunk_text: str, schema: ExtractionSchema | None = None) -> list[dict[str, str]]:
     """The chat messages of one extraction call (NodeRAG-style: one call per chunk)."""
-    prompt = EXTRACTION_PROMPT.format(types=", ".join(ENTITY_TYPES), begin=TEXT_BEGIN, text=chunk_text, end=TEXT_END)
+    schema = schema or DEFAULT_SCHEMA
+    steps = schema.prompt if schema.prompt is not None else EXTRACTION_INSTRUCTIONS
+    if schema.relation_types:
+        steps += f'\n"predicate" is one of: {", ".join(schema.relation_types)}.\n'
+    template = steps.rstrip("\n") + "\n\n" + _REPLY_FORMAT
+    prompt = template.replace("{types}", ", ".join(schema.entity_types))
+    prompt = prompt.replace("{{", "{").replace("}}", "}").replace("{begin}", TEXT_BEGIN).replace("{end}", TEXT_END)
+    prompt = prompt.replace("{text}", chunk_text)
     return [{"role": "system", "content": EXTRACTION_SYSTEM}, {"role": "user", "content": prompt}]
 
 
@@ -323,14 +446,69 @@ def text_from_extraction_prompt(prompt: str) -> str | None:
     return prompt[start + len(TEXT_BEGIN) : end].strip("\n")
 
 
-def extract_with_llm(client: LLMClient, chunk_text: str, *, stage: str = "extract", **params: Any) -> ChunkExtraction:
+def extract_with_llm(
+    client: LLMClient,
+    chunk_text: str,
+    *,
+    stage: str = "extract",
+    schema: ExtractionSchema | None = None,
+    **params: Any,
+) -> ChunkExtraction:
     """One validated extraction per chunk; raises ``ExtractionFailed`` (never returns half data).
 
-    ``params`` go to the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints
-    that support JSON mode, ``max_tokens``); they are part of the cache key.
+    ``schema`` steers the prompt and bounds the result (:class:`ExtractionSchema`). ``params`` go to
+    the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints that support JSON
+    mode, ``max_tokens``); they are part of the cache key.
     """
-    result = client.chat_json(extraction_messages(chunk_text), ChunkExtraction, stage=stage, **params)
+    result = client.chat_json(extraction_messages(chunk_text, schema), ChunkExtraction, stage=stage, **params)
+    if schema is not None:
+        result = schema.apply(result)
     return result.stamped("llm")
+
+
+# --------------------------------------------------------------------------------------------
+# prompt tuning (after GraphRAG's auto prompt tuning: the domain, its types and a prompt from samples)
+# --------------------------------------------------------------------------------------------
+
+TUNE_SYSTEM = "You design the knowledge-graph extraction for a corpus. You reply with one JSON object and nothing else."
+TUNE_PROMPT = """\
+Below are sample passages of a corpus. Design how an extractor should turn passages of this corpus into
+a knowledge graph. Reply with one JSON object with exactly these keys:
+- "domain": one sentence saying what the corpus is about;
+- "entity_types": 5 to 15 entity types that matter in this domain, UPPER_SNAKE_CASE;
+- "relation_types": 5 to 25 short verb phrases for the relations these passages state, lower case
+  (or [] to let the extractor use any predicate);
+- "prompt": the extractor's instructions for this domain, in the structure of the default below
+  (goal, then numbered steps for the title and description, entities, relations, semantic units),
+  using the placeholder {{types}} where the entity types go. Do not include the reply format or the text.
+
+Default instructions:
+{default}
+
+Sample passages:
+{samples}
+"""
+
+
+def tune_messages(samples: Sequence[str]) -> list[dict[str, str]]:
+    passages = "\n\n".join(f"[{i}] {t.strip()}" for i, t in enumerate(samples, 1))
+    prompt = TUNE_PROMPT.format(default=EXTRACTION_INSTRUCTIONS.strip(), samples=passages)
+    return [{"role": "system", "content": TUNE_SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def tune_schema(client: LLMClient, samples: Sequence[str]) -> ExtractionSchema:
+    """A domain schema (types and prompt) drafted by the model from sample chunks, validated."""
+    if not samples:
+        raise ValueError("no sample text to tune the prompt on")
+    return client.chat_json(tune_messages(samples), ExtractionSchema, stage="prompt_tune")
+
+
+def sample_evenly(items: Sequence[str], n: int) -> list[str]:
+    """``n`` items spread over ``items`` (first and last included), in order."""
+    if len(items) <= n:
+        return list(items)
+    step = (len(items) - 1) / max(n - 1, 1)
+    return [items[round(i * step)] for i in range(n)]
 
 
 # --------------------------------------------------------------------------------------------

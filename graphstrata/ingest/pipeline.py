@@ -45,6 +45,7 @@ from graphstrata.ingest.analyze import Analysis, analyse_texts
 from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
 from graphstrata.ingest.extract import (
     ChunkExtraction,
+    ExtractionSchema,
     UserDocument,
     attach_user_extractions,
     extract_many_with_spacy,
@@ -81,6 +82,12 @@ class IngestOptions(BaseModel):
     )
     max_descriptions: int = Field(
         20, description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)"
+    )
+    extraction_schema: ExtractionSchema | None = Field(
+        None, description="entity/relation types and prompt of LLM extraction (None: the built-in ones)"
+    )
+    allow_schema_change: bool = Field(
+        False, description="LLM-extract with another schema than the one recorded on the graph (mixing them)"
     )
 
 
@@ -530,7 +537,7 @@ class Ingestor:
                 llm = self.llm
                 assert llm is not None
                 results = llm.map(
-                    lambda text: extract_with_llm(llm, text),
+                    lambda text: extract_with_llm(llm, text, schema=self.options.extraction_schema),
                     texts,
                     progress=lambda done, total: advance(1),
                     return_exceptions=True,
