@@ -267,3 +267,25 @@ def test_ingest_skip_invalid_reports_and_ingests_the_rest(cli: Invoke, graph: Da
     assert "line 3: triples[0]" in result.stderr and "line 4: " in result.stderr
     assert graph.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"] == 2
     assert graph.read_one("MATCH (r:Relation) RETURN count(r) AS n")["n"] == 3
+
+
+def test_wide_reports_are_records_within_100_columns() -> None:
+    # community_report's shape: 11 columns, some long texts
+    keys = ["community", "level", "size", "title", "summary", "entities", "chunks", "documents", "k", "score", "x"]
+    row = ["0", "12", "A title", "word " * 60, "Kur, Alû, Lilu", "3", "Kur", "2", "0.5", ""]
+    rows = [[f"c{i}", *row] for i in range(2)]
+    text = rendered(100, True, lambda c: print_summary(c, "community_report", keys, rows))
+    lines = text.splitlines()
+    assert lines[:2] == ["community_report:", "  c0:"]
+    assert all(len(line) <= 100 for line in lines)
+    assert sum(line.strip().startswith("summary") for line in lines) == 2
+
+
+def test_browser_text_agrees_with_the_starter_queries() -> None:
+    from graphstrata import browser
+
+    starter = browser.STARTER_QUERIES.read_text()
+    assert ":params" not in starter and not re.search(r"\$[A-Za-z_]", starter)  # self-contained queries
+    text = browser.instructions(None, "bolt://x:7687", "neo4j", "$NEO4J_PASSWORD")
+    step = text[text.index("2. Starter queries") : text.index("3. Read-only")]
+    assert "no `:params`" in step and "WITH … AS" in step and "WITH … AS" in starter
