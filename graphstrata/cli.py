@@ -436,7 +436,11 @@ def augment(
         params[key] = json.loads(value) if _is_json(value) else value
     try:
         with GraphStrata() as gs:
-            reports = gs.augment(stage or None, **params)
+            reports = gs.augment(
+                stage or None,
+                on_stage=lambda name, i, n: console.print(f"augment {i}/{n}: {name} …", highlight=False),
+                **params,
+            )
     except (ConnectionError_, ValueError) as e:
         _fail(str(e))
     from graphstrata.output import print_summary

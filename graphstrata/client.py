@@ -9,7 +9,7 @@ with GraphStrata() as gs:                 # NEO4J_URI, or the local `graphstrata
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -162,11 +162,17 @@ class GraphStrata:
         """Delete documents by id, source path or title, with whatever only they supported."""
         return Ingestor(self.db, self.embedder).delete(ref)
 
-    def augment(self, stages: list[str] | None = None, progress: bool = False, **params: Any) -> list:
+    def augment(
+        self,
+        stages: list[str] | None = None,
+        progress: bool = False,
+        on_stage: Callable[[str, int, int], None] | None = None,
+        **params: Any,
+    ) -> list:
         """Build the GDS/LLM layers (KNN graphs, core chunks, attributes, communities, summary tree …).
 
         `stages` picks some (default: all, in pipeline order); `params` override stage parameters
-        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`)."""
+        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
         from graphstrata.augment import AugmentContext, run
 
         llm = None
@@ -175,7 +181,7 @@ class GraphStrata:
 
             llm = LLMClient.from_settings(self.settings)
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
-        reports = run(ctx, stages)
+        reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))
         return reports
 

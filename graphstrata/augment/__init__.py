@@ -65,13 +65,19 @@ def load_stages() -> None:
         importlib.import_module(f"{__name__}.{mod}")
 
 
-def run(ctx: AugmentContext, names: list[str] | None = None) -> list[StageReport]:
+def run(
+    ctx: AugmentContext, names: list[str] | None = None, on_stage: Callable[[str, int, int], None] | None = None
+) -> list[StageReport]:
+    """Run the stages ``names`` (default: all) in pipeline order; ``on_stage(name, i, n)`` before each."""
     pipeline = order()
     unknown = [n for n in names or [] if n not in STAGES]
     if unknown:
         raise ValueError(f"unknown augment stage(s) {unknown}; available: {', '.join(pipeline)}")
     reports = []
-    for name in [n for n in pipeline if not names or n in names]:
+    selected = [n for n in pipeline if not names or n in names]
+    for i, name in enumerate(selected, 1):
+        if on_stage is not None:
+            on_stage(name, i, len(selected))
         t = time.perf_counter()
         report = STAGES[name](ctx)
         report.seconds = round(time.perf_counter() - t, 3)
