@@ -307,7 +307,7 @@ def ingest(
     ingested; a re-run retries the failed chunks)."""
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
-    from graphstrata.ingest.extract import UserExtractionError
+    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch, UserExtractionError
     from graphstrata.ingest.pipeline import IngestOptions, IngestReport, IngestWriteError
     from graphstrata.llm import CacheWriteError, LLMNotConfigured
     from graphstrata.schema import SchemaError
@@ -316,8 +316,8 @@ def ingest(
         _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
     if profile not in ("full", "ketrag"):
         _fail(f"unknown profile {profile!r}: use full or ketrag")
-    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch
-
+    if skip_invalid and extractions is None:
+        _fail("--skip-invalid applies to an --extractions file")
     try:
         steer = ExtractionSchema.from_file(schema) if schema is not None else None
     except ValueError as e:
