@@ -213,7 +213,7 @@ def print_report(report) -> None:
         keys = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
         rows = [[stage, *(str(u.get(k, 0)) for k in keys)] for stage, u in report.llm.items()]
         headers = ["LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures"]
-        print_summary(out, "LLM cost", headers, rows)
+        print_summary(out, "LLM cost", headers, rows, keyed=True)
     else:
         Console().print("LLM: no calls", highlight=False)
     if report.ketrag:
@@ -446,7 +446,7 @@ def augment(
     from graphstrata.output import print_summary
 
     rows = [[r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items())] for r in reports]
-    print_summary(Console(), "augment", ["stage", "seconds", "counts"], rows)
+    print_summary(Console(), "augment", ["stage", "seconds", "counts"], rows, keyed=True)
 
 
 # --- questions --------------------------------------------------------------------------------

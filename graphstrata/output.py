@@ -28,9 +28,12 @@ def table_fits(out: Console, headers: Sequence[str], rows: Sequence[Sequence[str
     return sum(w + _CELL_PADDING for w in widths) + 1 <= out.width
 
 
-def print_summary(out: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+def print_summary(
+    out: Console, title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], keyed: bool = False
+) -> None:
     """``rows`` under ``headers`` as a table if it fits, else as records: one ``header  value`` line per
-    field (a row's first field heads its record when there are several rows)."""
+    field; a row's first field heads its record when there are several rows or ``keyed`` (the first
+    column names the row, e.g. a stage)."""
     cells = [[str(c) for c in r] for r in rows]
     if table_fits(out, headers, cells):
         table = Table(*headers, title=title)
@@ -42,7 +45,7 @@ def print_summary(out: Console, title: str, headers: Sequence[str], rows: Sequen
     out.print(Text(f"{title}:", style="bold"))
     for r in cells:
         fields = list(zip(headers, r, strict=True))
-        if len(cells) > 1 and len(fields) > 1:
+        if (keyed or len(cells) > 1) and len(fields) > 1:
             out.print(Text(f"  {fields[0][1]}:"))
             fields, indent = fields[1:], "    "
         else:
