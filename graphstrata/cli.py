@@ -465,7 +465,7 @@ def ask(
     """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
     from graphstrata.client import GraphStrata
     from graphstrata.generate import AnswerStream
-    from graphstrata.output import print_evidence
+    from graphstrata.output import collect_warnings, print_evidence
     from graphstrata.retrieval.base import RetrievalError
 
     if stream and as_json:
@@ -497,7 +497,7 @@ def ask(
         return
     out = Console()
     r = result.retrieval
-    for warning in r.notes.get("warnings", []):
+    for warning in collect_warnings(r.notes):
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     if result.answer is not None:
         if not streamed:

@@ -54,6 +54,22 @@ def print_summary(
             out.print(Text(f"{indent}{h:<{key_width}}  {v}"), overflow="fold")
 
 
+def collect_warnings(notes: object) -> list[str]:
+    """Every ``warnings`` entry in a result's notes, nested ones included (auto and fusion keep the
+    notes of the methods they ran), each once."""
+    found: list[str] = []
+    if isinstance(notes, dict):
+        for key, value in notes.items():
+            if key == "warnings" and isinstance(value, list):
+                found += [str(w) for w in value]
+            else:
+                found += collect_warnings(value)
+    elif isinstance(notes, list):
+        for value in notes:
+            found += collect_warnings(value)
+    return list(dict.fromkeys(found))
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text.casefold()).strip()
 

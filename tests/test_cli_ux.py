@@ -119,6 +119,13 @@ def test_summary_is_a_table_when_it_fits_and_key_values_when_not() -> None:
         assert "…" not in text
 
 
+def test_warnings_are_collected_from_nested_notes_once() -> None:
+    from graphstrata.output import collect_warnings
+
+    notes = {"route": "darag", "routed_notes": {"warnings": ["w1"]}, "methods": [{"notes": {"warnings": ["w1", "w2"]}}]}
+    assert collect_warnings(notes) == ["w1", "w2"]
+
+
 def test_evidence_numbered_deduplicated_titled_folded() -> None:
     long = "Maximum Overdrive was directed by Stephen King and shot in and around Leland, North Carolina. " * 4
     items = [
