@@ -11,6 +11,7 @@ from typing import Annotated
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -34,7 +35,7 @@ class _Group(TyperGroup):
         except Exception as e:
             if not isinstance(e, _known_errors()):
                 raise
-            console.print(f"[bold red]error:[/] {e}", highlight=False)
+            console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
 
@@ -59,7 +60,8 @@ def _settings(instance: str | None = None, bolt: int | None = None, http: int | 
 
 
 def _fail(msg: str, code: int = 1) -> None:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    # soft_wrap: a message is never broken inside a path or a command, whatever the width (logs)
+    console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -229,16 +231,16 @@ def print_report(report) -> None:
         highlight=False,
     )
     for err in report.errors:
-        console.print(f"[yellow]skipped[/] {err}", highlight=False)
+        console.print(f"[yellow]skipped[/] {escape(err)}", highlight=False)
     if report.skipped_invalid:
         console.print(
             f"[yellow]--skip-invalid left out {len(report.skipped_invalid)} invalid item(s):[/]", highlight=False
         )
         for item in report.skipped_invalid:
-            console.print(f"  {item}", highlight=False, overflow="fold")
+            console.print(f"  {item}", highlight=False, soft_wrap=True)
     for f in report.failed_chunks:
         console.print(
-            f"[yellow]extraction failed[/] {f['doc']} chunk {f['chunk']}: {f['error']} "
+            f"[yellow]extraction failed[/] {escape(str(f['doc']))} chunk {f['chunk']}: {escape(str(f['error']))} "
             "(written without extraction; the next ingest retries it)",
             highlight=False,
         )
@@ -381,7 +383,7 @@ def prompt_tune(
         )
     docs, errors = load_paths(paths)
     for e in errors:
-        console.print(f"[yellow]skipped[/] {e}", highlight=False)
+        console.print(f"[yellow]skipped[/] {escape(str(e))}", highlight=False)
     chunks = [p.text for d in docs for p in token_chunks(d.text, chunk_size, 0)]
     if not chunks:
         _fail("no text to sample in " + ", ".join(paths))
@@ -498,13 +500,13 @@ def ask(
     out = Console()
     r = result.retrieval
     for warning in collect_warnings(r.notes):
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if result.answer is not None:
         if not streamed:
             out.print(result.answer, highlight=False)
         out.print(f"[dim]cited: {', '.join(result.citations) or 'nothing'} · {result.model} · {method}[/]")
     else:
-        out.print(f"[yellow]{result.note}[/]")
+        out.print(f"[yellow]{escape(result.note or '')}[/]")
     print_evidence(out, r.items)
     timings = ", ".join(f"{k} {v:.1f}ms" for k, v in r.timings_ms.items())
     out.print(f"[dim]{method}: {len(r.items)} items, {r.tokens}/{r.budget} tokens; {timings}[/]")

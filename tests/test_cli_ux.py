@@ -296,3 +296,15 @@ def test_browser_text_agrees_with_the_starter_queries() -> None:
     text = browser.instructions(None, "bolt://x:7687", "neo4j", "$NEO4J_PASSWORD")
     step = text[text.index("2. Starter queries") : text.index("3. Read-only")]
     assert "no `:params`" in step and "WITH … AS" in step and "WITH … AS" in starter
+
+
+def test_error_messages_are_printed_verbatim(capsys: pytest.CaptureFixture[str]) -> None:
+    # a message holding brackets (a triple, a path) is not read as rich markup, nor wrapped
+    import typer
+
+    from graphstrata.cli import _fail
+
+    message = "line 5: a triple is [subject, predicate, object], got [/b] " + "x" * 200
+    with pytest.raises(typer.Exit):
+        _fail(message)
+    assert capsys.readouterr().err == f"error: {message}\n"
