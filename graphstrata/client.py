@@ -114,7 +114,8 @@ class GraphStrata:
         # (deterministic: the same chunks and vectors give the same core set).
         self.augment(["chunk_knn", "core_chunks"], beta=beta, knn_k=knn_k)
         skipped = [r["text"] for r in rows if not r["core"]]
-        prompt_tokens = sum(count_tokens(m["content"]) for t in skipped for m in extraction_messages(t))
+        schema = options.extraction_schema
+        prompt_tokens = sum(count_tokens(m["content"]) for t in skipped for m in extraction_messages(t, schema))
         report.ketrag = {
             "beta": beta,
             "knn_k": knn_k,
