@@ -467,7 +467,7 @@ def ask(
     """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
     from graphstrata.client import GraphStrata
     from graphstrata.generate import AnswerStream
-    from graphstrata.output import collect_warnings, print_evidence
+    from graphstrata.output import collect_warnings, fill_titles, print_evidence
     from graphstrata.retrieval.base import RetrievalError
 
     if stream and as_json:
@@ -492,6 +492,8 @@ def ask(
                 result = answer_stream.answer
             else:
                 result = gs.ask(question, method, **params)
+            if not as_json:
+                fill_titles(gs.db, result.retrieval.items)
     except RetrievalError as e:
         _fail(str(e))
     if as_json:

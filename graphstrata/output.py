@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphstrata.cypher import query
+from graphstrata.db import Database
 from graphstrata.retrieval.base import ContextItem
 
 #: Lines of one evidence item's text before it is cut with "…".
@@ -95,6 +97,17 @@ def fold(text: str, width: int, indent: str = "    ", max_lines: int = EVIDENCE_
         lines = lines[:max_lines]
         lines[-1] = lines[-1][: max(0, width - len(indent) - 2)].rstrip() + " …"
     return "\n".join(indent + line for line in lines)
+
+
+def fill_titles(db: Database, items: Sequence[ContextItem]) -> None:
+    """Give items that name no document the titles of their source chunks' documents."""
+    ids = sorted({c for it in items if not it.doc_titles for c in it.chunk_ids})
+    if not ids:
+        return
+    titles = {r["id"]: r["title"] for r in db.read(query("meta.chunk_titles"), ids=ids)}
+    for it in items:
+        if not it.doc_titles:
+            it.doc_titles = list(dict.fromkeys(titles[c] for c in it.chunk_ids if titles.get(c)))
 
 
 def print_evidence(out: Console, items: Sequence[ContextItem]) -> None:

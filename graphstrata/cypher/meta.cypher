@@ -63,3 +63,8 @@ RETURN m.extraction_schema AS schema, m.extraction_schema_fingerprint AS fingerp
 // Records the extraction schema of an LLM ingest (replaced only by an ingest allowed to change it).
 MERGE (m:GraphStrata {id: 'meta'})
 SET m.extraction_schema = $schema, m.extraction_schema_fingerprint = $fingerprint, m.updated_at = datetime();
+
+// name: chunk_titles
+// The document title of each chunk id (evidence printed with its source).
+MATCH (c:Chunk) WHERE c.id IN $ids
+RETURN c.id AS id, c.doc_title AS title;
