@@ -8,13 +8,39 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
 from graphstrata.config import Settings, get_settings
 
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message says all a user needs: printed as one line, never as a traceback."""
+    from graphstrata.db import ConnectionError_
+    from graphstrata.embed import EmbeddingError
+    from graphstrata.llm import CacheWriteError, LLMError
+    from graphstrata.schema import SchemaError
+
+    return (ConnectionError_, EmbeddingError, LLMError, CacheWriteError, SchemaError)
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Exception as e:
+            if not isinstance(e, _known_errors()):
+                raise
+            console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+
 app = typer.Typer(
+    cls=_Group,
     help="graphstrata: layered graph-RAG on Neo4j + GDS (NodeRAG, KET-RAG, E2GraphRAG, DA-RAG, SG-RAG).",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -34,8 +60,26 @@ def _settings(instance: str | None = None, bolt: int | None = None, http: int | 
 
 
 def _fail(msg: str, code: int = 1) -> None:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False)
+    # soft_wrap: a message is never broken inside a path or a command, whatever the width (logs)
+    console.print(f"[bold red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from graphstrata import __version__
+
+        print(f"graphstrata {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """graphstrata: layered graph-RAG on Neo4j + GDS (NodeRAG, KET-RAG, E2GraphRAG, DA-RAG, SG-RAG)."""
 
 
 # --- neo4j ----------------------------------------------------------------------------------
@@ -170,49 +214,28 @@ def stats() -> None:
 
 # --- documents ------------------------------------------------------------------------------
 def print_report(report) -> None:
-    table = Table(
-        "documents new",
-        "replaced",
-        "unchanged",
-        "chunks",
-        "sub-chunks",
-        "entities new",
-        "keywords",
-        "extracted",
-        "relations",
-        "units",
-        title="ingest summary",
-    )
-    table.add_row(
-        *map(
-            str,
-            (
-                report.documents_new,
-                report.documents_replaced,
-                report.documents_unchanged,
-                report.chunks,
-                report.subchunks,
-                report.entities_new,
-                report.keywords,
-                report.extracted_chunks,
-                report.relations,
-                report.semantic_units,
-            ),
-        )
-    )
-    Console().print(table)
+    from graphstrata.output import print_summary
+
+    out = Console()
+    counts = {
+        "documents new": report.documents_new,
+        "replaced": report.documents_replaced,
+        "unchanged": report.documents_unchanged,
+        "chunks": report.chunks,
+        "sub-chunks": report.subchunks,
+        "entities new": report.entities_new,
+        "keywords": report.keywords,
+        "extracted": report.extracted_chunks,
+        "relations": report.relations,
+        "units": report.semantic_units,
+    }
+    print_summary(out, "ingest summary", list(counts), [[str(v) for v in counts.values()]])
     if report.llm:
         # the cost of this ingest per LLM stage (a re-ingest is served by the cache: 0 calls)
-        llm = Table("LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures")
-        for stage, u in report.llm.items():
-            llm.add_row(
-                stage,
-                *(
-                    str(u.get(k, 0))
-                    for k in ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
-                ),
-            )
-        Console().print(llm)
+        keys = ("calls", "prompt_tokens", "completion_tokens", "cache_hits", "retries", "failures")
+        rows = [[stage, *(str(u.get(k, 0)) for k in keys)] for stage, u in report.llm.items()]
+        headers = ["LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures"]
+        print_summary(out, "LLM cost", headers, rows, keyed=True)
     else:
         Console().print("LLM: no calls", highlight=False)
     if report.ketrag:
@@ -228,10 +251,16 @@ def print_report(report) -> None:
         highlight=False,
     )
     for err in report.errors:
-        console.print(f"[yellow]skipped[/] {err}", highlight=False)
+        console.print(f"[yellow]skipped[/] {escape(err)}", highlight=False)
+    if report.skipped_invalid:
+        console.print(
+            f"[yellow]--skip-invalid left out {len(report.skipped_invalid)} invalid item(s):[/]", highlight=False
+        )
+        for item in report.skipped_invalid:
+            console.print(f"  {item}", highlight=False, soft_wrap=True)
     for f in report.failed_chunks:
         console.print(
-            f"[yellow]extraction failed[/] {f['doc']} chunk {f['chunk']}: {f['error']} "
+            f"[yellow]extraction failed[/] {escape(str(f['doc']))} chunk {f['chunk']}: {escape(str(f['error']))} "
             "(written without extraction; the next ingest retries it)",
             highlight=False,
         )
@@ -252,15 +281,36 @@ def ingest(
         typer.Option(
             "--extractions",
             help="Bring-your-own extractions: a JSON-lines file, one document per line with title, text, "
-            "entities and triples (subject, predicate, object); no LLM is called for them.",
+            "entities and triples [subject, predicate, object] (+ optional {description}); no LLM is called for "
+            "them (format: docs/extractions.md).",
         ),
     ] = None,
+    skip_invalid: Annotated[
+        bool,
+        typer.Option(
+            "--skip-invalid",
+            help="With --extractions: leave out invalid triples, entities and lines, and list them with their "
+            "line numbers (default: an invalid file is refused whole).",
+        ),
+    ] = False,
     extractor: Annotated[
         ExtractorChoice,
         typer.Option(help="Knowledge extraction per chunk: auto = the LLM if one is configured, else spaCy."),
     ] = ExtractorChoice.auto,
     chunk_size: Annotated[int, typer.Option(help="Tokens per chunk (cl100k).")] = 1200,
     chunk_overlap: Annotated[int, typer.Option(help="Tokens shared by consecutive chunks.")] = 100,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            help="Extraction schema JSON (entity_types, relation_types, prompt; `graphstrata prompt-tune` "
+            "drafts one) steering LLM extraction; recorded on the graph.",
+        ),
+    ] = None,
+    allow_schema_change: Annotated[
+        bool,
+        typer.Option("--allow-schema-change", help="Extract with another schema than the one recorded on the graph."),
+    ] = False,
     semantic: Annotated[
         bool, typer.Option("--semantic", help="Semantic chunking (semchunk) instead of windows.")
     ] = False,
@@ -281,7 +331,7 @@ def ingest(
 
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
-    from graphstrata.ingest.extract import UserExtractionError
+    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch, UserExtractionError
     from graphstrata.ingest.pipeline import IngestOptions, IngestReport, IngestWriteError
     from graphstrata.llm import CacheWriteError, LLMNotConfigured
     from graphstrata.schema import SchemaError
@@ -290,8 +340,16 @@ def ingest(
         _fail("nothing to ingest: give files/folders and/or --extractions FILE.jsonl")
     if profile not in ("full", "ketrag"):
         _fail(f"unknown profile {profile!r}: use full or ketrag")
+    if skip_invalid and extractions is None:
+        _fail("--skip-invalid applies to an --extractions file")
+    try:
+        steer = ExtractionSchema.from_file(schema) if schema is not None else None
+    except ValueError as e:
+        _fail(str(e))
     try:
         options = IngestOptions(
+            extraction_schema=steer,
+            allow_schema_change=allow_schema_change,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             chunking="semantic" if semantic else "tokens",
@@ -305,7 +363,7 @@ def ingest(
     try:
         with GraphStrata() as gs:
             if extractions is not None:
-                report.add(gs.ingest_extractions(extractions, options, progress=progress))
+                report.add(gs.ingest_extractions(extractions, options, progress=progress, skip_invalid=skip_invalid))
             if paths and profile == "ketrag":
                 report.add(gs.ingest_ketrag(paths, options, beta=beta, knn_k=knn_k, progress=progress))
             elif paths:
@@ -316,6 +374,7 @@ def ingest(
         SchemaError,
         LLMNotConfigured,
         UserExtractionError,
+        ExtractionSchemaMismatch,
         CacheWriteError,
         IngestWriteError,
     ) as e:
@@ -323,6 +382,41 @@ def ingest(
     print_report(report)
     if report.errors or report.failed_chunks:
         raise typer.Exit(2)
+
+
+@app.command("prompt-tune")
+def prompt_tune(
+    paths: Annotated[list[str], typer.Argument(help="Sample files or folders (.txt, .md, .json, .jsonl).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the schema JSON.")] = Path(
+        "extraction-schema.json"
+    ),
+    samples: Annotated[int, typer.Option(help="Chunks shown to the model, spread over the corpus.")] = 8,
+    chunk_size: Annotated[int, typer.Option(help="Tokens per sample chunk.")] = 600,
+) -> None:
+    """With an LLM: draft a domain extraction schema (entity and relation types, a prompt) from sample
+    chunks, for `graphstrata ingest --schema FILE` (after GraphRAG's prompt tuning). Review it first."""
+    from graphstrata.ingest.chunk import token_chunks
+    from graphstrata.ingest.extract import sample_evenly, tune_schema
+    from graphstrata.ingest.load import load_paths
+    from graphstrata.llm import LLMClient, LLMNotConfigured
+
+    settings = get_settings()
+    if not settings.llm_enabled:
+        raise LLMNotConfigured(
+            "prompt-tune asks a language model and none is configured "
+            "(set OPENAI_BASE_URL and/or OPENAI_API_KEY, and GRAPHSTRATA_CHAT_MODEL)"
+        )
+    docs, errors = load_paths(paths)
+    for e in errors:
+        console.print(f"[yellow]skipped[/] {escape(str(e))}", highlight=False)
+    chunks = [p.text for d in docs for p in token_chunks(d.text, chunk_size, 0)]
+    if not chunks:
+        _fail("no text to sample in " + ", ".join(paths))
+    with LLMClient.from_settings(settings) as llm:
+        drafted = tune_schema(llm, sample_evenly(chunks, samples))
+    out.write_text(drafted.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    console.print(f"wrote {out}: {drafted.summary()}", highlight=False, soft_wrap=True)
+    console.print(f"review it, then: graphstrata ingest --schema {out} PATH…", highlight=False, soft_wrap=True)
 
 
 @app.command("delete")
@@ -403,13 +497,21 @@ def augment(
         params[key] = json.loads(value) if _is_json(value) else value
     try:
         with GraphStrata() as gs:
-            reports = gs.augment(stage or None, progress=True, **params)
+            # bars on a terminal; in a log, one line as each stage starts
+            reports = gs.augment(
+                stage or None,
+                progress=console.is_terminal,
+                on_stage=None
+                if console.is_terminal
+                else lambda name, i, n: console.print(f"augment {i}/{n}: {name} …", highlight=False),
+                **params,
+            )
     except (ConnectionError_, ValueError) as e:
         _fail(str(e))
-    table = Table("stage", "seconds", "counts", title="augment")
-    for r in reports:
-        table.add_row(r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items()))
-    Console().print(table)
+    from graphstrata.output import print_summary
+
+    rows = [[r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items())] for r in reports]
+    print_summary(Console(), "augment", ["stage", "seconds", "counts"], rows, keyed=True)
 
 
 # --- questions --------------------------------------------------------------------------------
@@ -421,37 +523,56 @@ def ask(
     budget: Annotated[int | None, typer.Option(help="Token budget of the context.")] = None,
     param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Method parameter name=value.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The whole answer and retrieval as JSON.")] = False,
+    stream: Annotated[
+        bool, typer.Option("--stream", help="Print the answer as the model writes it (evidence follows).")
+    ] = False,
 ) -> None:
     """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
     from graphstrata.client import GraphStrata
-    from graphstrata.db import ConnectionError_
+    from graphstrata.generate import AnswerStream
+    from graphstrata.output import collect_warnings, fill_titles, print_evidence
     from graphstrata.retrieval.base import RetrievalError
 
+    if stream and as_json:
+        _fail("--stream prints text as it comes; --json prints one document at the end: choose one")
     params: dict = {k: v for k, v in {"top_k": top_k, "budget": budget}.items() if v is not None}
     for item in param or []:
         key, sep, value = item.partition("=")
         if not sep:
             _fail(f"--param takes name=value, got {item!r}")
         params[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" and _is_json(value) else value
+    streamed = False
     try:
         with GraphStrata() as gs:
-            result = gs.ask(question, method, **params)
-    except (ConnectionError_, RetrievalError) as e:
+            if stream:
+                answer_stream = AnswerStream(question, gs.retrieve(question, method, **params), gs.settings, gs.llm)
+                for piece in answer_stream:
+                    streamed = True
+                    sys.stdout.write(piece)
+                    sys.stdout.flush()
+                if streamed:
+                    sys.stdout.write("\n")
+                result = answer_stream.answer
+            else:
+                result = gs.ask(question, method, **params)
+            if not as_json:
+                fill_titles(gs.db, result.retrieval.items)
+    except RetrievalError as e:
         _fail(str(e))
     if as_json:
         print(result.model_dump_json(indent=2))
         return
     out = Console()
+    r = result.retrieval
+    for warning in collect_warnings(r.notes):
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if result.answer is not None:
-        out.print(result.answer, highlight=False)
+        if not streamed:
+            out.print(result.answer, highlight=False)
         out.print(f"[dim]cited: {', '.join(result.citations) or 'nothing'} · {result.model} · {method}[/]")
     else:
-        out.print(f"[yellow]{result.note}[/]")
-    r = result.retrieval
-    for i, item in enumerate(r.items, 1):
-        text = item.text if len(item.text) < 400 else item.text[:400] + "…"
-        out.print(f"[bold][{i}][/] {item.label} {item.node_id} score={item.score:.3f} ({item.why})", highlight=False)
-        out.print(f"    {text}", highlight=False)
+        out.print(f"[yellow]{escape(result.note or '')}[/]")
+    print_evidence(out, r.items)
     timings = ", ".join(f"{k} {v:.1f}ms" for k, v in r.timings_ms.items())
     out.print(f"[dim]{method}: {len(r.items)} items, {r.tokens}/{r.budget} tokens; {timings}[/]")
 
@@ -583,11 +704,20 @@ def cypher(
         bool, typer.Option("--show", help="Print the query and a `:params` line for Browser; run nothing.")
     ] = False,
     text: Annotated[str | None, typer.Option("--query", "-q", help="Run this Cypher instead (read-only too).")] = None,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            "--ask",
+            help="A question in plain language: the configured LLM writes the Cypher from the data model; "
+            "it is printed, checked read-only and run (with --show: printed only).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON.")] = False,
     width: Annotated[int, typer.Option(help="Longest text shown in a table cell.")] = 80,
 ) -> None:
-    """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), always in a
-    READ transaction: a statement that writes is refused (exit code 5)."""
+    """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), ad-hoc Cypher
+    or, with an LLM, a question in plain language (--ask) — always in a READ transaction: a statement
+    that writes is refused (exit code 5)."""
     from graphstrata.cypher import queries as lib
     from graphstrata.db import ConnectionError_, Database
 
@@ -596,8 +726,14 @@ def cypher(
             for q in lib.library().values():
                 print(f"{q.name}  {q.signature()}\n    {q.summary}  [{q.file}.cypher]")
             return
-        if (name is None) == (text is None):
-            _fail("give a library query NAME (see --list) or --query TEXT")
+        if sum(x is not None for x in (name, text, question)) != 1:
+            _fail('give a library query NAME (see --list), --query TEXT or --ask "QUESTION"')
+        if question is not None:
+            if not question.strip():
+                _fail("the question is empty")
+            text = _draft_cypher(question, show)
+            if show:
+                return
         q = lib.get(name) if name else None
         params = lib.parse_params(param or [], q)
         if q is not None:
@@ -621,19 +757,35 @@ def cypher(
 
         if not isinstance(e, Neo4jError):
             raise
-        _fail(f"{e.code}: {e.message}", code=5 if "AccessMode" in (e.code or "") else 1)
+        written = "the generated query is not valid Cypher: " if question is not None else ""
+        _fail(f"{written}{e.code}: {e.message}", code=5 if "AccessMode" in (e.code or "") else 1)
     if as_json:
         print(json.dumps(result.rows, indent=2, ensure_ascii=False))
         return
-    from rich.text import Text
+    from graphstrata.output import print_summary
 
-    table = Table(*result.keys, title=name or None)
-    for row in result.rows:
-        cells = [lib.caption(row[k]) for k in result.keys]
-        table.add_row(*(Text(c if len(c) <= width else c[: width - 1] + "…") for c in cells))
-    out = Console(width=None if sys.stdout.isatty() else 250)
-    out.print(table, highlight=False)
+    cells = [[lib.caption(row[k]) for k in result.keys] for row in result.rows]
+    cells = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in cells]
+    out = Console()
+    if result.keys:  # a table when it fits the terminal, else one record per row
+        print_summary(out, name or "result", result.keys, cells)
     out.print(f"[dim]{len(result.rows)} row(s)[/]")
+
+
+def _draft_cypher(question: str, show: bool) -> str:
+    """The LLM's Cypher for ``question``, printed before anything runs (to stdout with --show)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.text2cypher import draft
+
+    with GraphStrata() as gs:
+        d = draft(gs.db, gs.llm, question)
+    if show:
+        print(d.cypher)
+    else:
+        if d.explanation:
+            console.print(f"// {d.explanation}", style="dim", highlight=False, markup=False, soft_wrap=True)
+        console.print(d.cypher, highlight=False, markup=False, soft_wrap=True)
+    return d.cypher
 
 
 def main() -> None:  # pragma: no cover

@@ -9,7 +9,7 @@ with GraphStrata() as gs:                 # NEO4J_URI, or the local `graphstrata
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,10 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
-from graphstrata.ingest.extract import parse_user_extractions
+from graphstrata.ingest.extract import read_user_extractions, record_schema
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
-from graphstrata.llm import LLMClient
+from graphstrata.llm import LLMClient, LLMNotConfigured
 from graphstrata.retrieval.base import RetrievalResult, available_methods, get_retriever
 
 
@@ -67,6 +67,10 @@ class GraphStrata:
     def _ingestor(self, options: IngestOptions | None, progress: bool) -> Ingestor:
         options = options or IngestOptions()
         llm = self.llm if options.extractor in ("auto", "llm") else None
+        if llm is not None:
+            record_schema(self.db, options.extraction_schema, options.allow_schema_change)
+        elif options.extraction_schema is not None and options.extractor != "none":
+            raise LLMNotConfigured("an extraction schema steers LLM extraction; no language model is configured")
         return Ingestor(self.db, self.embedder, options, progress, llm=llm)
 
     def ingest(
@@ -110,7 +114,8 @@ class GraphStrata:
         # (deterministic: the same chunks and vectors give the same core set).
         self.augment(["chunk_knn", "core_chunks"], beta=beta, knn_k=knn_k)
         skipped = [r["text"] for r in rows if not r["core"]]
-        prompt_tokens = sum(count_tokens(m["content"]) for t in skipped for m in extraction_messages(t))
+        schema = options.extraction_schema
+        prompt_tokens = sum(count_tokens(m["content"]) for t in skipped for m in extraction_messages(t, schema))
         report.ketrag = {
             "beta": beta,
             "knn_k": knn_k,
@@ -130,30 +135,45 @@ class GraphStrata:
         return self._ingestor(options, progress).ingest_documents(sources)
 
     def ingest_extractions(
-        self, path: str | Path, options: IngestOptions | None = None, progress: bool = False
+        self,
+        path: str | Path,
+        options: IngestOptions | None = None,
+        progress: bool = False,
+        skip_invalid: bool = False,
     ) -> IngestReport:
         """Ingest a bring-your-own extractions file (JSON lines: ``title``, ``text``, ``entities``,
-        ``triples``; format in :func:`graphstrata.ingest.extract.parse_user_extractions`).
+        ``triples``; format in :func:`graphstrata.ingest.extract.read_user_extractions`).
 
         Each text is chunked as usual; its entities and triples are attached to the chunks that
         contain them (the first chunk otherwise) with ``extractor='user'``; no LLM is called. An
-        invalid file raises ``UserExtractionError`` naming every bad line, before anything is written.
+        invalid file raises ``UserExtractionError`` naming every bad line, before anything is written;
+        with ``skip_invalid`` the bad triples/entities/lines are left out and listed, with their line
+        numbers, in ``report.skipped_invalid``.
         """
-        docs = [UserExtractedDocument.from_user(d) for d in parse_user_extractions(path)]
+        parsed = read_user_extractions(path, skip_invalid=skip_invalid)
+        docs = [UserExtractedDocument.from_user(d) for d in parsed.documents]
         unique = list({d.source: d for d in docs}.values())  # a later line with the same identity wins
         # the documents carry their extraction: no extractor (and no LLM) is involved
         options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
-        return Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report.skipped_invalid = parsed.skipped + report.skipped_invalid
+        return report
 
     def delete(self, ref: str) -> list[dict]:
         """Delete documents by id, source path or title, with whatever only they supported."""
         return Ingestor(self.db, self.embedder).delete(ref)
 
-    def augment(self, stages: list[str] | None = None, progress: bool = False, **params: Any) -> list:
+    def augment(
+        self,
+        stages: list[str] | None = None,
+        progress: bool = False,
+        on_stage: Callable[[str, int, int], None] | None = None,
+        **params: Any,
+    ) -> list:
         """Build the GDS/LLM layers (KNN graphs, core chunks, attributes, communities, summary tree …).
 
         `stages` picks some (default: all, in pipeline order); `params` override stage parameters
-        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`)."""
+        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
         from graphstrata.augment import AugmentContext, run
 
         llm = None
@@ -164,7 +184,7 @@ class GraphStrata:
         from graphstrata.retrieval.noderag import warm
 
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
-        reports = run(ctx, stages)
+        reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))
         warm(self.db, self.settings.gds_concurrency)  # the first noderag question finds its projection built
         return reports

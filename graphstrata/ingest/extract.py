@@ -15,6 +15,7 @@ Entities are merged across chunks by :func:`normalize_name`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import string
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from spacy.language import Language
     from spacy.tokens import Doc, Span, Token
 
+    from graphstrata.db import Database
     from graphstrata.llm import LLMClient
 
 Extractor = Literal["llm", "spacy", "user"]
@@ -308,9 +310,130 @@ Use only information in the text. Reply with one JSON object in exactly this for
 """
 
 
-def extraction_messages(chunk_text: str) -> list[dict[str, str]]:
+# The part of the prompt a schema's `prompt` replaces (the goal and steps); the reply format and the
+# text markers always follow, so every prompt is parsed the same way.
+_STEPS_END = "Use only information in the text."
+EXTRACTION_INSTRUCTIONS = EXTRACTION_PROMPT[: EXTRACTION_PROMPT.index(_STEPS_END)]
+_REPLY_FORMAT = EXTRACTION_PROMPT[EXTRACTION_PROMPT.index(_STEPS_END) :]
+
+
+def _type_name(value: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", value).strip("_").upper()
+
+
+class ExtractionSchema(BaseModel):
+    """What LLM extraction looks for (GraphRAG's entity types / neo4j-graphrag's schema): a JSON file
+    given to ``graphstrata ingest --schema`` or drafted by ``graphstrata prompt-tune``.
+
+    ``entity_types`` replace the built-in 13 (an entity the model types otherwise is stored as
+    ``OTHER``); ``relation_types``, when given, are the only predicates kept; ``prompt`` replaces the
+    goal and steps of the extraction prompt (the reply format and the text always follow it). The
+    schema's fingerprint is recorded on the graph, so a later ingest with another schema is refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    domain: str = Field("", description="what the corpus is about (informative; recorded with the schema)")
+    entity_types: list[str] = Field(default_factory=lambda: list(ENTITY_TYPES), min_length=1, max_length=50)
+    relation_types: list[str] = Field(default_factory=list, max_length=100)
+    prompt: str | None = Field(
+        None, description="instructions replacing the default goal and steps; `{types}` is replaced by the types"
+    )
+
+    @field_validator("entity_types")
+    @classmethod
+    def _entity_types(cls, v: list[str]) -> list[str]:
+        names = [_type_name(t) for t in v]
+        if not all(names):
+            raise ValueError("entity types must contain letters or digits")
+        return list(dict.fromkeys([*names, "OTHER"]))
+
+    @field_validator("relation_types")
+    @classmethod
+    def _relation_types(cls, v: list[str]) -> list[str]:
+        names = [" ".join(t.casefold().split()) for t in v]
+        if not all(names):
+            raise ValueError("relation types must not be empty")
+        return list(dict.fromkeys(names))
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, v: str | None) -> str | None:
+        if v is not None and (TEXT_BEGIN in v or TEXT_END in v):
+            raise ValueError("the prompt must not contain the text markers: the text is appended to it")
+        return v or None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ExtractionSchema:
+        """Read and validate a schema file (JSON); :class:`ValueError` names what is wrong."""
+        try:
+            return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read the schema file: {e}") from e
+        except ValidationError as e:
+            detail = "; ".join(f"{'.'.join(map(str, x['loc'])) or '(file)'}: {x['msg']}" for x in e.errors())
+            raise ValueError(f"{path}: not a valid extraction schema: {detail}") from e
+
+    def fingerprint(self) -> str:
+        """A short hash of what changes extraction (not the informative ``domain``)."""
+        data = self.model_dump(mode="json", exclude={"domain"})
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def summary(self) -> str:
+        rels = f"; relation types {', '.join(self.relation_types)}" if self.relation_types else ""
+        prompt = "; own prompt" if self.prompt else ""
+        return f"entity types {', '.join(self.entity_types)}{rels}{prompt} [{self.fingerprint()}]"
+
+    def apply(self, x: ChunkExtraction) -> ChunkExtraction:
+        """``x`` within the schema: other entity types become OTHER, other predicates are dropped."""
+        allowed = set(self.entity_types)
+        entities = [
+            e if e.type in allowed | {UNKNOWN_TYPE} else e.model_copy(update={"type": "OTHER"}) for e in x.entities
+        ]
+        relations = x.relations
+        if self.relation_types:
+            keep = set(self.relation_types)
+            relations = [r for r in relations if " ".join(r.predicate.casefold().split()) in keep]
+        return x.model_copy(update={"entities": entities, "relations": relations})
+
+
+DEFAULT_SCHEMA = ExtractionSchema()
+
+
+class ExtractionSchemaMismatch(ValueError):
+    """An LLM ingest would extract with another schema than the one recorded on the graph."""
+
+
+def record_schema(db: Database, schema: ExtractionSchema | None, allow_change: bool = False) -> None:
+    """Record ``schema`` (None: the built-in one) on the graph before an LLM extraction, or refuse it
+    when the graph's documents were extracted under another one: unchanged documents are never
+    re-extracted, so mixing schemas would leave a graph typed two ways."""
+    from graphstrata.cypher import query
+
+    schema = schema or DEFAULT_SCHEMA
+    row = db.read_one(query("meta.get_extraction_schema"))
+    recorded = row["fingerprint"] if row else None
+    if recorded and recorded != schema.fingerprint() and not allow_change:
+        before = ExtractionSchema.model_validate_json(row["schema"])
+        raise ExtractionSchemaMismatch(
+            f"this graph was extracted with another schema ({before.summary()}); this ingest asks for "
+            f"{schema.summary()}. Use the same schema, ingest into another database, or allow the change "
+            "(--allow-schema-change) to mix them deliberately"
+        )
+    if recorded != schema.fingerprint():
+        db.write(query("meta.set_extraction_schema"), schema=schema.model_dump_json(), fingerprint=schema.fingerprint())
+
+
+def extraction_messages(chunk_text: str, schema: ExtractionSchema | None = None) -> list[dict[str, str]]:
     """The chat messages of one extraction call (NodeRAG-style: one call per chunk)."""
-    prompt = EXTRACTION_PROMPT.format(types=", ".join(ENTITY_TYPES), begin=TEXT_BEGIN, text=chunk_text, end=TEXT_END)
+    schema = schema or DEFAULT_SCHEMA
+    steps = schema.prompt if schema.prompt is not None else EXTRACTION_INSTRUCTIONS
+    if schema.relation_types:
+        steps += f'\n"predicate" is one of: {", ".join(schema.relation_types)}.\n'
+    template = steps.rstrip("\n") + "\n\n" + _REPLY_FORMAT
+    prompt = template.replace("{types}", ", ".join(schema.entity_types))
+    prompt = prompt.replace("{{", "{").replace("}}", "}").replace("{begin}", TEXT_BEGIN).replace("{end}", TEXT_END)
+    prompt = prompt.replace("{text}", chunk_text)
     return [{"role": "system", "content": EXTRACTION_SYSTEM}, {"role": "user", "content": prompt}]
 
 
@@ -323,14 +446,69 @@ def text_from_extraction_prompt(prompt: str) -> str | None:
     return prompt[start + len(TEXT_BEGIN) : end].strip("\n")
 
 
-def extract_with_llm(client: LLMClient, chunk_text: str, *, stage: str = "extract", **params: Any) -> ChunkExtraction:
+def extract_with_llm(
+    client: LLMClient,
+    chunk_text: str,
+    *,
+    stage: str = "extract",
+    schema: ExtractionSchema | None = None,
+    **params: Any,
+) -> ChunkExtraction:
     """One validated extraction per chunk; raises ``ExtractionFailed`` (never returns half data).
 
-    ``params`` go to the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints
-    that support JSON mode, ``max_tokens``); they are part of the cache key.
+    ``schema`` steers the prompt and bounds the result (:class:`ExtractionSchema`). ``params`` go to
+    the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints that support JSON
+    mode, ``max_tokens``); they are part of the cache key.
     """
-    result = client.chat_json(extraction_messages(chunk_text), ChunkExtraction, stage=stage, **params)
+    result = client.chat_json(extraction_messages(chunk_text, schema), ChunkExtraction, stage=stage, **params)
+    if schema is not None:
+        result = schema.apply(result)
     return result.stamped("llm")
+
+
+# --------------------------------------------------------------------------------------------
+# prompt tuning (after GraphRAG's auto prompt tuning: the domain, its types and a prompt from samples)
+# --------------------------------------------------------------------------------------------
+
+TUNE_SYSTEM = "You design the knowledge-graph extraction for a corpus. You reply with one JSON object and nothing else."
+TUNE_PROMPT = """\
+Below are sample passages of a corpus. Design how an extractor should turn passages of this corpus into
+a knowledge graph. Reply with one JSON object with exactly these keys:
+- "domain": one sentence saying what the corpus is about;
+- "entity_types": 5 to 15 entity types that matter in this domain, UPPER_SNAKE_CASE;
+- "relation_types": 5 to 25 short verb phrases for the relations these passages state, lower case
+  (or [] to let the extractor use any predicate);
+- "prompt": the extractor's instructions for this domain, in the structure of the default below
+  (goal, then numbered steps for the title and description, entities, relations, semantic units),
+  using the placeholder {{types}} where the entity types go. Do not include the reply format or the text.
+
+Default instructions:
+{default}
+
+Sample passages:
+{samples}
+"""
+
+
+def tune_messages(samples: Sequence[str]) -> list[dict[str, str]]:
+    passages = "\n\n".join(f"[{i}] {t.strip()}" for i, t in enumerate(samples, 1))
+    prompt = TUNE_PROMPT.format(default=EXTRACTION_INSTRUCTIONS.strip(), samples=passages)
+    return [{"role": "system", "content": TUNE_SYSTEM}, {"role": "user", "content": prompt}]
+
+
+def tune_schema(client: LLMClient, samples: Sequence[str]) -> ExtractionSchema:
+    """A domain schema (types and prompt) drafted by the model from sample chunks, validated."""
+    if not samples:
+        raise ValueError("no sample text to tune the prompt on")
+    return client.chat_json(tune_messages(samples), ExtractionSchema, stage="prompt_tune")
+
+
+def sample_evenly(items: Sequence[str], n: int) -> list[str]:
+    """``n`` items spread over ``items`` (first and last included), in order."""
+    if len(items) <= n:
+        return list(items)
+    step = (len(items) - 1) / max(n - 1, 1)
+    return [items[round(i * step)] for i in range(n)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -562,8 +740,69 @@ class UserExtractionError(ValueError):
     """A ``--extractions`` file is unreadable or has invalid lines; the message names each line."""
 
 
+#: Keys of a line that hold its triples / entities (HippoRAG's OpenIE output uses the ``extracted_`` ones).
+TRIPLE_KEYS = ("triples", "relations", "extracted_triples")
+ENTITY_KEYS = ("entities", "extracted_entities")
+#: What the optional 4th element of a list triple may hold.
+TRIPLE_PROPERTIES = frozenset({"description"})
+
+
+def triple_problem(value: Any) -> str | None:
+    """Why ``value`` is not a triple of the extractions format, or None when it is one.
+
+    A triple is ``[subject, predicate, object]`` of non-empty strings, optionally with a 4th element
+    that is an object of the relation's properties (only ``{"description": "a sentence"}``), or an
+    object ``{"subject", "predicate", "object", "description"?}``. A 4th *string* is refused: it is
+    ambiguous (HippoRAG's 4-element entries hold a split predicate or a qualifier, not a
+    description), so it would be stored as the wrong thing.
+    """
+    if isinstance(value, dict):
+        parts = [value.get(k) for k in ("subject", "predicate", "object")]
+        extra = {k: v for k, v in value.items() if k not in ("subject", "predicate", "object")}
+    elif isinstance(value, list):
+        if len(value) not in (3, 4):
+            return (
+                "a triple has 3 elements [subject, predicate, object] (+ optional {description}), "
+                f"got {len(value)} elements"
+            )
+        parts = value[:3]
+        extra = value[3] if len(value) == 4 else {}
+        if not isinstance(extra, dict):
+            return (
+                'the 4th element of a triple must be an object such as {"description": "…"}, '
+                f"got {type(extra).__name__} {extra!r} (a qualifier belongs in the predicate or the object)"
+            )
+    else:
+        return f"a triple is a list [subject, predicate, object] or an object, got {type(value).__name__}"
+    if any(not isinstance(p, str) or not p.strip() for p in parts):
+        return "subject, predicate and object must be non-empty strings"
+    unknown = set(extra) - TRIPLE_PROPERTIES
+    if unknown:
+        return f"unknown triple properties {sorted(unknown)}; allowed: {sorted(TRIPLE_PROPERTIES)}"
+    if not isinstance(extra.get("description", ""), str | None):
+        return "a triple's description must be a string"
+    return None
+
+
+def entity_problem(value: Any) -> str | None:
+    """Why ``value`` is not an entity of the extractions format (a name, or ``{name, type?, description?}``)."""
+    name = value.get("name") if isinstance(value, dict) else value
+    if not isinstance(value, str | dict):
+        return f"an entity is a name or an object with a name, got {type(value).__name__}"
+    if not isinstance(name, str) or not name.strip():
+        return "an entity needs a non-empty name"
+    return None
+
+
+def _as_relation(value: Any) -> Any:
+    if isinstance(value, list):
+        subject, predicate, object_, *rest = value
+        return {"subject": subject, "predicate": predicate, "object": object_, **(rest[0] if rest else {})}
+    return value
+
+
 class UserDocument(BaseModel):
-    """One line of a ``--extractions`` JSON-lines file (format in :func:`parse_user_extractions`)."""
+    """One line of a ``--extractions`` JSON-lines file (format in :func:`read_user_extractions`)."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -573,27 +812,28 @@ class UserDocument(BaseModel):
     id: str | None = None
     source: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    entities: list[Entity] = Field(default_factory=list)
-    relations: list[Relation] = Field(default_factory=list, validation_alias=AliasChoices("triples", "relations"))
+    entities: list[Entity] = Field(default_factory=list, validation_alias=AliasChoices(*ENTITY_KEYS))
+    relations: list[Relation] = Field(default_factory=list, validation_alias=AliasChoices(*TRIPLE_KEYS))
 
     @field_validator("entities", mode="before")
     @classmethod
     def _entities(cls, v: Any) -> Any:
         if not isinstance(v, list):
             return v  # not a list: pydantic reports it against the line
-        return [{**e, "extractor": "user"} if isinstance(e, dict) else e for e in _coerce_entities(v)]
+        problems = [f"[{i}] {p}" for i, e in enumerate(v) if (p := entity_problem(e))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return [{**e, "extractor": "user"} for e in _coerce_entities(v)]
 
     @field_validator("relations", mode="before")
     @classmethod
     def _triples(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            bad = [r for r in v if isinstance(r, list | tuple) and len(r) not in (3, 4)]
-            if bad:
-                raise ValueError(f"a triple must be [subject, predicate, object], got {bad[0]!r}")
         if not isinstance(v, list):
             return v
-        coerced = _coerce_relations(v)
-        return [{**r, "extractor": "user"} if isinstance(r, dict) else r for r in coerced]
+        problems = [f"[{i}] {p}: {r!r}" for i, r in enumerate(v) if (p := triple_problem(r))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return [{**_as_relation(r), "extractor": "user"} for r in v]
 
     @model_validator(mode="after")
     def _consistent(self) -> UserDocument:
@@ -601,19 +841,55 @@ class UserDocument(BaseModel):
         return self
 
 
-def parse_user_extractions(path: str | Path) -> list[UserDocument]:
+class UserExtractions(BaseModel):
+    """A parsed extractions file: its documents and, with ``skip_invalid``, what was left out."""
+
+    documents: list[UserDocument]
+    skipped: list[str] = Field(
+        default_factory=list, description="one line per skipped triple, entity or document, with its line number"
+    )
+
+
+def _drop_invalid(number: int, data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the triples and entities that would fail validation, and a note for each."""
+    notes: list[str] = []
+    data = dict(data)
+    for keys, problem in ((TRIPLE_KEYS, triple_problem), (ENTITY_KEYS, entity_problem)):
+        for key in keys:
+            items = data.get(key)
+            if not isinstance(items, list):
+                continue
+            kept = []
+            for i, item in enumerate(items):
+                why = problem(item)
+                if why is None:
+                    kept.append(item)
+                else:
+                    notes.append(f"line {number}: {key}[{i}] {json.dumps(item, ensure_ascii=False)}: {why}")
+            data[key] = kept
+    return data, notes
+
+
+def read_user_extractions(path: str | Path, *, skip_invalid: bool = False) -> UserExtractions:
     """Read pre-computed extractions, one JSON document per line (blank lines are skipped)::
 
         {"title": "Marie Curie", "text": "Marie Curie discovered polonium ...",
          "entities": [{"name": "Marie Curie", "type": "PERSON", "description": "physicist"}],
          "triples": [["Marie Curie", "discovered", "polonium"],
+                     ["Marie Curie", "won", "Nobel Prize", {"description": "in 1903, with Pierre"}],
                      {"subject": "Marie Curie", "predicate": "born in", "object": "Warsaw",
                       "description": "..."}]}
 
-    ``entities[].description`` and triples' ``description`` are optional; triple ends missing from
-    ``entities`` become entities of type UNKNOWN; optional ``id``, ``source``, ``metadata``.
-    Every line is checked before anything is returned: all invalid lines are reported together
-    (:class:`UserExtractionError`), so a bad file never half-ingests.
+    Triples follow :func:`triple_problem` (a 4th element is an object of properties, never a bare
+    string); entities are names or objects; ``entities[].description`` and a triple's
+    ``description`` are optional; triple ends missing from ``entities`` become entities of type
+    UNKNOWN; optional ``id``, ``source``, ``metadata``. HippoRAG's OpenIE keys
+    ``extracted_entities``/``extracted_triples`` are read as ``entities``/``triples``.
+
+    Strict by default: every line is checked before anything is returned and all invalid lines are
+    reported together (:class:`UserExtractionError`), so a bad file never half-ingests. With
+    ``skip_invalid`` a bad triple or entity is left out (its document kept), a line that is no valid
+    document is left out whole, and each is listed in ``skipped`` with its line number.
     """
     path = Path(path)
     try:
@@ -622,6 +898,7 @@ def parse_user_extractions(path: str | Path) -> list[UserDocument]:
         raise UserExtractionError(f"{path}: cannot read extractions file: {exc}") from exc
     docs: list[UserDocument] = []
     errors: list[str] = []
+    skipped: list[str] = []
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -633,6 +910,9 @@ def parse_user_extractions(path: str | Path) -> list[UserDocument]:
         if not isinstance(data, dict):
             errors.append(f"line {number}: expected a JSON object, got {type(data).__name__}")
             continue
+        if skip_invalid:
+            data, notes = _drop_invalid(number, data)
+            skipped += notes
         try:
             docs.append(UserDocument.model_validate({**data, "line": number}))
         except ValidationError as exc:
@@ -640,13 +920,23 @@ def parse_user_extractions(path: str | Path) -> list[UserDocument]:
                 f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False)
             )
             errors.append(f"line {number}: {detail}")
-    if errors:
+    if skip_invalid:
+        skipped += [f"{e} (document skipped)" for e in errors]
+    elif errors:
         shown = "\n  ".join(errors[:20])
         more = f"\n  … and {len(errors) - 20} more" if len(errors) > 20 else ""
-        raise UserExtractionError(f"{path}: {len(errors)} invalid line(s):\n  {shown}{more}")
+        raise UserExtractionError(
+            f"{path}: {len(errors)} invalid line(s):\n  {shown}{more}\n"
+            "(--skip-invalid ingests the rest and lists what it left out)"
+        )
     if not docs:
         raise UserExtractionError(f"{path}: no documents in file")
-    return docs
+    return UserExtractions(documents=docs, skipped=skipped)
+
+
+def parse_user_extractions(path: str | Path) -> list[UserDocument]:
+    """The documents of a valid extractions file (strict :func:`read_user_extractions`)."""
+    return read_user_extractions(path).documents
 
 
 _WORD_EDGE = r"(?<!\w){}(?!\w)"

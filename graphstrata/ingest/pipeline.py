@@ -47,6 +47,7 @@ from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, to
 from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.extract import (
     ChunkExtraction,
+    ExtractionSchema,
     UserDocument,
     attach_user_extractions,
     extract_many_with_spacy,
@@ -95,6 +96,12 @@ class IngestOptions(BaseModel):
         le=10_000,
         description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)",
     )
+    extraction_schema: ExtractionSchema | None = Field(
+        None, description="entity/relation types and prompt of LLM extraction (None: the built-in ones)"
+    )
+    allow_schema_change: bool = Field(
+        False, description="LLM-extract with another schema than the one recorded on the graph (mixing them)"
+    )
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestOptions:
@@ -120,6 +127,8 @@ class IngestReport(BaseModel):
     semantic_units: int = 0
     rows_written: int = 0
     errors: list[str] = Field(default_factory=list)
+    #: Invalid triples, entities or lines of an extractions file left out by ``--skip-invalid``.
+    skipped_invalid: list[str] = Field(default_factory=list)
     #: Chunks whose extraction failed: ``{doc, title, chunk (ordinal), error}``. Their documents are
     #: written without that chunk's extraction and retried by the next ingest.
     failed_chunks: list[dict] = Field(default_factory=list)
@@ -138,6 +147,7 @@ class IngestReport(BaseModel):
             if isinstance(value, int):
                 setattr(self, name, getattr(self, name) + value)
         self.errors += other.errors
+        self.skipped_invalid += other.skipped_invalid
         self.failed_chunks += other.failed_chunks
         self.ketrag = other.ketrag or self.ketrag
         for stage, counts in other.llm.items():
@@ -554,7 +564,7 @@ class Ingestor:
                 llm = self.llm
                 assert llm is not None
                 results = llm.map(
-                    lambda text: extract_with_llm(llm, text),
+                    lambda text: extract_with_llm(llm, text, schema=self.options.extraction_schema),
                     texts,
                     progress=lambda done, total: advance(1),
                     return_exceptions=True,

@@ -94,6 +94,12 @@ class CommunityAssessment(BaseModel):
     report: str
 
 
+NO_LLM_WARNING = (
+    "darag: use_llm is on (the default) but no LLM is configured, so QRScore ranked the communities "
+    "and their reports are extractive; pass use_llm=false to silence this"
+)
+
+
 class DARAGParams(RetrieverParams):
     top_k: int = Field(
         10,
@@ -435,7 +441,7 @@ class DARAGRetriever(Retriever):
                 chunk_items.append(item)  # nothing else to give: pack() cuts it to the budget
         items = chunk_items + community_items
 
-        notes = {
+        notes: dict[str, Any] = {
             "coarse": coarse_notes,
             "working": {
                 "entities": len(ents),
@@ -449,6 +455,9 @@ class DARAGRetriever(Retriever):
             "communities": [self._note(c, chunk_graph.ids) for c in coarse]
             + [self._note(c, fine_graphs[c.layer].ids) for c in fine],
         }
+        if p.use_llm and not self.settings.llm_enabled:
+            # the default asks for the LLM: a user without one must see that the ranking fell back
+            notes["warnings"] = [NO_LLM_WARNING]
         return items, Subgraph(nodes=list(dict.fromkeys(sub_nodes)), relationships=sub_rels), notes
 
     def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:

@@ -91,6 +91,10 @@ class AskIn(QueryIn):
     )
 
 
+class CypherQuestion(BaseModel):
+    question: str = Field(min_length=1, description="a question about the graph in plain language")
+
+
 _DOCUMENTS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["documents"],
@@ -649,6 +653,26 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+
+    @app.post("/cypher/ask", tags=["questions"], summary="A question in plain language, as read-only Cypher")
+    def cypher_ask(q: CypherQuestion) -> dict[str, Any]:
+        """The configured model writes Cypher from the documented data model; it is run read-only
+        (`EXPLAIN` + a READ transaction). `{question, cypher, explanation, keys, rows}`; 403
+        `write_refused` for a query that writes, 400 `bad_cypher` for invalid Cypher (the query is in
+        the message), 502 `llm_unavailable` with no model configured."""
+        from graphstrata import text2cypher
+        from graphstrata.cypher.queries import WriteRefused
+
+        if not q.question.strip():
+            raise ApiError(400, "empty_question", "the question is empty")
+        gs = state.gs()
+        draft = text2cypher.draft(gs.db, gs.llm, q.question)
+        try:
+            return text2cypher.run(gs.db, draft.cypher, q.question, draft.explanation).model_dump(mode="json")
+        except WriteRefused as e:
+            raise ApiError(403, "write_refused", f"{e}: {draft.cypher}") from e
+        except text2cypher.CypherError as e:
+            raise ApiError(400, "bad_cypher", f"{e}: {draft.cypher}") from e
 
     @app.get("/methods", tags=["questions"], summary="Retrieval methods and their parameters")
     def methods() -> dict[str, Any]:

@@ -1,0 +1,117 @@
+"""Questions in plain language for analysts: the configured LLM writes one Cypher query from the
+documented data model (docs/data-model.md), which is shown and then run exactly as the analysts'
+library runs its own queries — refused unless the planner calls it a read (``EXPLAIN``), then
+executed in a READ transaction, where the server itself rejects writes."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+from neo4j.exceptions import Neo4jError
+from pydantic import BaseModel, Field, field_validator
+
+from graphstrata.cypher import queries as lib
+from graphstrata.cypher import query
+from graphstrata.db import Database
+from graphstrata.llm import LLMClient, LLMNotConfigured
+
+DATA_MODEL = Path(__file__).resolve().parents[1] / "docs" / "data-model.md"
+NO_LLM = (
+    "text-to-Cypher needs a language model and none is configured (set OPENAI_BASE_URL and/or "
+    "OPENAI_API_KEY, and GRAPHSTRATA_CHAT_MODEL); without one, write the query yourself: "
+    "`graphstrata cypher --query '…'` or a library query (`graphstrata cypher --list`)"
+)
+
+SYSTEM = (
+    "You translate an analyst's question into ONE read-only Cypher query for Neo4j 2026 over the graph "
+    "described below. Use only the labels, relationship types and properties it documents. Never write "
+    "(no CREATE, MERGE, SET, DELETE, REMOVE, CALL of write procedures). Never return `embedding` "
+    "properties; return named scalar columns or nodes. Put a LIMIT (at most 100) on queries that "
+    'can return many rows. Reply with one JSON object: {"cypher": "...", "explanation": "one sentence"}.'
+)
+
+
+class CypherError(ValueError):
+    """The model's query is not valid Cypher (the message has the server's reason)."""
+
+    def __init__(self, message: str, cypher: str) -> None:
+        super().__init__(message)
+        self.cypher = cypher
+
+
+class CypherDraft(BaseModel):
+    """What the model is asked to return."""
+
+    cypher: str = Field(min_length=1, description="one Cypher statement, no trailing semicolon")
+    explanation: str = ""
+
+    @field_validator("cypher")
+    @classmethod
+    def _one_statement(cls, v: str) -> str:
+        v = re.sub(r"^```(?:cypher)?\s*|\s*```$", "", v.strip()).strip().rstrip(";").strip()
+        if not v:
+            raise ValueError("the query is empty")
+        return v
+
+
+class CypherAnswer(BaseModel):
+    question: str
+    cypher: str
+    explanation: str = ""
+    keys: list[str] = Field(default_factory=list)
+    rows: list[dict] = Field(default_factory=list)
+
+
+@cache
+def data_model() -> str:
+    """The documented data model the prompt gives the model (the repository's docs/data-model.md)."""
+    try:
+        return DATA_MODEL.read_text(encoding="utf-8")
+    except OSError:
+        return ""  # an installed wheel has no docs/: the live schema below still describes the graph
+
+
+def live_schema(db: Database) -> str:
+    """Labels, relationship types and property keys as the database has them now."""
+    rows = db.read(query("meta.node_type_properties")) + db.read(query("meta.rel_type_properties"))
+    lines = []
+    for r in rows:
+        props = ", ".join(p for p in r["properties"] if p and p not in lib.HIDDEN_PROPERTIES)
+        lines.append(f"{r.get('nodeType') or r.get('relType')} {{{props}}}")
+    return "\n".join(lines)
+
+
+def messages(question: str, schema: str) -> list[dict[str, str]]:
+    doc = data_model()
+    model = f"# Data model\n{doc}\n\n" if doc else ""
+    user = f"{model}# Labels and relationship types in this database now\n{schema}\n\n# Question\n{question}"
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def draft(db: Database, llm: LLMClient | None, question: str) -> CypherDraft:
+    """The model's query for ``question`` (not run); :class:`LLMNotConfigured` without a model."""
+    if llm is None:
+        raise LLMNotConfigured(NO_LLM)
+    if not question.strip():
+        raise ValueError("the question is empty")
+    return llm.chat_json(messages(question, live_schema(db)), CypherDraft, stage="text2cypher")
+
+
+def run(db: Database, cypher: str, question: str = "", explanation: str = "") -> CypherAnswer:
+    """Run a drafted query read-only (``lib.WriteRefused`` for a write, :class:`CypherError` when the
+    server rejects it)."""
+    try:
+        result = lib.run(db, cypher)
+    except Neo4jError as e:
+        if "AccessMode" in (e.code or ""):
+            raise lib.WriteRefused(f"refused: the server rejected a write in a read transaction ({e.message})") from e
+        raise CypherError(f"the query is not valid Cypher: {e.message or e.code}", cypher) from e
+    return CypherAnswer(question=question, cypher=cypher, explanation=explanation, keys=result.keys, rows=result.rows)
+
+
+def ask(db: Database, llm: LLMClient | None, question: str) -> CypherAnswer:
+    """Draft a query for ``question`` with the model and run it read-only."""
+    d = draft(db, llm, question)
+    return run(db, d.cypher, question, d.explanation)
