@@ -106,20 +106,26 @@ DELETE x;
 // A keyword's embedding is the SUM of the embeddings of the sentences that contain it: the same
 // direction as their mean (all that cosine similarity sees), and updatable by addition when
 // documents come and go. n_sentences counts them.
-// (The old vector is read once into `old`: indexing `k.embedding[i]` re-reads the property per element.)
+// Concurrent ingests add to the same keywords. Neo4j is read-committed and MERGE takes no lock on a
+// node it matches, so the increment of n_sentences comes first: a SET whose right-hand side reads the
+// property it writes takes the node's write lock before reading, and holds it until commit. The
+// vector is read only after that (once, into `old`: `k.embedding[i]` would re-read it per element),
+// so it is the sum every earlier committed ingest left, never one a concurrent ingest is about to
+// overwrite (a lost update). Rows come sorted by id, so concurrent ingests lock in one order.
 UNWIND $rows AS r
 MERGE (k:Keyword {id: r.id})
 ON CREATE SET k.term = r.term, k.n_sentences = 0
+SET k.n_sentences = k.n_sentences + r.n
 WITH k, r, k.embedding AS old
-SET k.n_sentences = k.n_sentences + r.n,
-    k.embedding = CASE WHEN old IS NULL THEN r.sum ELSE [i IN range(0, size(r.sum) - 1) | old[i] + r.sum[i]] END;
+SET k.embedding = CASE WHEN old IS NULL THEN r.sum ELSE [i IN range(0, size(r.sum) - 1) | old[i] + r.sum[i]] END;
 
 // name: subtract_keywords
+// As add_keywords: lock (by the decrement) before reading the vector.
 UNWIND $rows AS r
 MATCH (k:Keyword {id: r.id})
+SET k.n_sentences = k.n_sentences - r.n
 WITH k, r, k.embedding AS old
-SET k.n_sentences = k.n_sentences - r.n,
-    k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
+SET k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
 WITH k WHERE k.n_sentences <= 0
 DETACH DELETE k;
 

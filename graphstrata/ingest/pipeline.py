@@ -283,14 +283,16 @@ class Contribution:
             s = sentence_vecs[idx].sum(0)
             self.kw_sum[term] = self.kw_sum[term] + s if term in self.kw_sum else s
 
+    # Rows sorted by id: concurrent ingests then lock shared edges and keywords in one order.
     def cooc_rows(self) -> list[dict]:
-        return [{"a": a, "b": b, "w": w} for (a, b), w in self.cooc.items()]
+        return [{"a": a, "b": b, "w": w} for (a, b), w in sorted(self.cooc.items())]
 
     def keyword_rows(self) -> list[dict]:
-        return [
+        rows = [
             {"id": keyword_id(t), "term": t, "n": n, "sum": self.kw_sum[t].astype(float).tolist()}
             for t, n in self.kw_n.items()
         ]
+        return sorted(rows, key=lambda r: r["id"])
 
 
 @dataclass
