@@ -159,12 +159,14 @@ def write_loop(
     rng: random.Random,
     batch: int,
     schedule: list[str] | None = None,
+    min_actions: int = 0,
 ) -> None:
-    """Until `deadline`: mostly new documents, some replacements, unchanged re-ingests, deletions and
-    returns of deleted documents; in the order of `schedule` (cycled) when given, else at random (MIX).
-    An action that has nothing to act on (no live document to delete …) ingests new documents instead."""
+    """Until `deadline`, and at least `min_actions` actions (a busy machine is slow, not exempt): mostly
+    new documents, some replacements, unchanged re-ingests, deletions and returns of deleted documents;
+    in the order of `schedule` (cycled) when given, else at random (MIX). An action that has nothing to
+    act on (no live document to delete …) ingests new documents instead."""
     revision = step = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or step < min_actions:
         live = w.live()
         gone = [t for t, x in w.state.items() if x is None]
         action = schedule[step % len(schedule)] if schedule else choose(rng)
@@ -202,6 +204,8 @@ def write_loop(
                 w.state.update(docs)
                 w.counts["new"] += rep.documents_new
             else:
+                if time.monotonic() >= deadline:
+                    break  # the corpus is used up: min_actions cannot be reached
                 time.sleep(0.1)  # the corpus is used up and nothing else applies
                 continue
             if action != "delete":
@@ -229,12 +233,14 @@ def read_loop(
     methods: list[str],
     seed: int,
     interval: float = 0.0,
+    writing: threading.Event | None = None,
 ) -> None:
-    """Questions until `deadline`, cycling `methods`; one every `interval` seconds at most (0: back to back)."""
+    """Questions until `deadline` and while `writing` is set, cycling `methods`; one every `interval`
+    seconds at most (0: back to back)."""
     rng = random.Random(seed)
     i = 0
     next_at = time.monotonic()
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or (writing is not None and writing.is_set()):
         method = methods[i % len(methods)]
         i += 1
         if interval:  # paced: a steady offered load leaves the writers their share of the 2 cores
@@ -336,9 +342,11 @@ def run_soak(
     schedule: list[str] | None = None,
     qps: float = 0.0,
     log: Callable[[str], None] = print,
+    min_actions: int = 0,
 ) -> dict[str, Any]:
     """Wipe the database of `settings`, soak it, check it, rebuild the end state sequentially, compare.
-    `schedule`: the writers' actions in order (cycled) instead of the random MIX (tests use it).
+    `schedule`: the writers' actions in order (cycled) instead of the random MIX (tests use it);
+    `min_actions`: each writer goes on past `seconds` until it has done that many.
     `qps`: the readers' total query rate (0: each sends back to back)."""
     with GraphStrata(settings) as gs:
         wipe(gs)
@@ -351,21 +359,28 @@ def run_soak(
         interval = readers / qps if qps > 0 else 0.0
         start = time.monotonic()
         deadline = start + seconds
-        threads = [
+        writing = threading.Event()  # readers keep reading while a writer is still busy past the deadline
+        writing.set()
+        write_threads = [
             threading.Thread(
-                target=write_loop, args=(clients[i], w, deadline, random.Random(seed + i), batch, schedule)
+                target=write_loop,
+                args=(clients[i], w, deadline, random.Random(seed + i), batch, schedule, min_actions),
             )
             for i, w in enumerate(shares)
-        ] + [
+        ]
+        read_threads = [
             threading.Thread(
                 target=read_loop,
-                args=(clients[writers + i], r, deadline, questions, methods, seed + 100 + i, interval),
+                args=(clients[writers + i], r, deadline, questions, methods, seed + 100 + i, interval, writing),
             )
             for i, r in enumerate(rdrs)
         ]
-        for t in threads:
+        for t in write_threads + read_threads:
             t.start()
-        for t in threads:
+        for t in write_threads:
+            t.join()
+        writing.clear()
+        for t in read_threads:
             t.join()
         wall = time.monotonic() - start  # includes the actions in flight at the deadline
         for c in clients:

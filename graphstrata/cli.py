@@ -209,6 +209,13 @@ def print_report(report) -> None:
     )
     for err in report.errors:
         console.print(f"[yellow]skipped[/] {err}", highlight=False)
+    for note in report.identity_notes:
+        console.print(f"[cyan]identity[/] {note}", highlight=False)
+    if report.replaced:
+        shown = ", ".join(report.replaced[:10]) + (
+            f" and {len(report.replaced) - 10} more" if len(report.replaced) > 10 else ""
+        )
+        console.print(f"[cyan]replaced[/] (text changed since the last ingest): {shown}", highlight=False)
     for f in report.failed_chunks:
         console.print(
             f"[yellow]extraction failed[/] {f['doc']} chunk {f['chunk']}: {f['error']} "

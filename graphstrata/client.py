@@ -19,6 +19,7 @@ from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
 from graphstrata.ingest.extract import parse_user_extractions
+from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
 from graphstrata.llm import LLMClient
@@ -139,11 +140,17 @@ class GraphStrata:
         contain them (the first chunk otherwise) with ``extractor='user'``; no LLM is called. An
         invalid file raises ``UserExtractionError`` naming every bad line, before anything is written.
         """
-        docs = [UserExtractedDocument.from_user(d) for d in parse_user_extractions(path)]
-        unique = list({d.source: d for d in docs}.values())  # a later line with the same identity wins
+        lines = parse_user_extractions(path)
+        # the identity rules of every input (graphstrata/ingest/identity.py): id, else source, else title
+        docs, notes = resolve_identities(
+            Candidate(UserExtractedDocument.from_user(d), bool(d.id or d.source), f"{Path(path).name}:{d.line}")
+            for d in lines
+        )
         # the documents carry their extraction: no extractor (and no LLM) is involved
         options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
-        return Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(docs)
+        report.identity_notes = notes + report.identity_notes
+        return report
 
     def delete(self, ref: str) -> list[dict]:
         """Delete documents by id, source path or title, with whatever only they supported."""

@@ -55,6 +55,15 @@ class GDS:
         params = {"nodes": nodes, "rels": rels, "config": config or {}}
         return self._ensure(name, query("gds.project_native"), force, params)
 
+    def project_ordered(
+        self, name: str, labels: list[str], types: list[str] = (), *, embedding: bool = False, force: bool = False
+    ) -> Projection:
+        """Nodes with `labels` (with their `embedding` if asked: then only nodes that have one) and the
+        relationships of `types` among them, undirected, numbered in `id` order (see gds.project_ordered):
+        the projection for seeded algorithms whose results must not depend on the store's node order."""
+        params = {"labels": labels, "types": list(types), "embedding": embedding}
+        return self._ensure(name, query("gds.project_ordered"), force, params)
+
     def project_cypher(self, name: str, statement: str, *, force: bool = False, **params: Any) -> Projection:
         """A Cypher-aggregation projection (`statement` RETURNs gds.graph.project($name, …)), reused while fresh."""
         return self._ensure(name, statement, force, params)

@@ -30,8 +30,18 @@ def test_short_soak_keeps_the_graph_exact(graph: Database, neo4j_settings: Setti
     questions = [json.loads(x)["question"] for x in (ROOT / "samples" / "questions.jsonl").read_text().splitlines()]
     # every kind of write early, whatever the machine's speed: new, replace, delete, back again, no-op
     schedule = ["new", "replace", "delete", "restore", "unchanged", "new"]
+    # each writer does the whole schedule at least once, however long a busy machine makes that take
     result = soak.run_soak(
-        neo4j_settings, corpus, questions, seconds=8, writers=2, readers=1, batch=2, schedule=schedule, log=print
+        neo4j_settings,
+        corpus,
+        questions,
+        seconds=8,
+        writers=2,
+        readers=1,
+        batch=2,
+        schedule=schedule,
+        log=print,
+        min_actions=len(schedule),
     )
     assert not result["writer_errors"], result["writer_errors"]
     done = result["actions"]

@@ -75,6 +75,25 @@ WITH e, r
 WHERE r.embedding IS NOT NULL AND e.embedding IS NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', r.embedding);
 
+// name: lock_entities
+// Takes each entity's write lock (a node's first write in a transaction takes it, held until commit),
+// in id order ($ids sorted). Every transaction that adds or removes an entity's mentions locks it
+// before it reads what other documents left: refresh_entities and refresh_related then aggregate
+// everything committed before, and a removal's "no chunk mentions it any more" cannot miss a
+// mention a concurrent ingest is adding.
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+SET e._lock = true
+REMOVE e._lock;
+
+// name: missing_entities
+// Entities of $ids that do not exist. Run after lock_entities: a node a concurrent transaction deleted
+// between our MATCH or MERGE and our lock is gone (writes to it were silently nothing).
+UNWIND $ids AS id
+OPTIONAL MATCH (e:Entity {id: id})
+WITH id, e WHERE e IS NULL
+RETURN id;
+
 // name: write_mentions
 // The entity<->chunk indexes of E2GraphRAG: MENTIONS with the number of occurrences. Each edge also
 // records what this chunk says of the entity: the surface `name`, the spaCy pass's NER `label`
@@ -128,6 +147,13 @@ WITH k, r, k.embedding AS old
 SET k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
 WITH k WHERE k.n_sentences <= 0
 DETACH DELETE k;
+
+// name: missing_keywords
+// As missing_entities, after add_keywords: a keyword a concurrent removal deleted under us.
+UNWIND $ids AS id
+OPTIONAL MATCH (k:Keyword {id: id})
+WITH id, k WHERE k IS NULL
+RETURN id;
 
 // name: link_keywords
 UNWIND $rows AS r
