@@ -16,8 +16,8 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -259,6 +259,22 @@ def safe_filename(name: str | None) -> str:
     return base
 
 
+@contextmanager
+def upload_storage() -> Iterator[None]:
+    """An upload that cannot be stored in the temporary folder (full, read-only, missing) is a clear
+    507, not an internal error: nothing was queued or written."""
+    try:
+        yield
+    except OSError as e:
+        where = getattr(e, "filename", None) or tempfile.gettempdir()
+        raise ApiError(
+            507,
+            "storage_unavailable",
+            f"cannot store the upload in the temporary folder ({where}): {e.strerror or e}; free space there "
+            "or start the server with TMPDIR set to a writable folder. Nothing was ingested.",
+        ) from e
+
+
 def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[Any], list[str]]:
     """Documents of uploaded files (the loaders of `graphstrata ingest`) and the identity notes. A
     text file's identity is ``upload:<file name>``, so uploading a file of the same name again
@@ -268,7 +284,7 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[A
 
     candidates: list[Candidate] = []
     errors: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
+    with upload_storage(), tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
         for name, data in files:
             safe = safe_filename(name)
             path = Path(tmp) / safe
@@ -481,13 +497,15 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
 
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype == "multipart/form-data":
-            async with request.form(max_files=1000, max_fields=100) as form:  # closing deletes spooled files
-                uploads = [f for f in [*form.getlist("files"), *form.getlist("file")] if not isinstance(f, str)]
-                if not uploads:
-                    raise ApiError(400, "bad_parameters", "no files: send them in the form field `files`")
-                files = [(f.filename or "", await f.read()) for f in uploads]
-                raw_options = form.get("options")
-                raw_augment = form.get("augment")
+            # the form spools large files to the temporary folder: a full or read-only one is a clear 507
+            with upload_storage():
+                async with request.form(max_files=1000, max_fields=100) as form:  # closing deletes spooled files
+                    uploads = [f for f in [*form.getlist("files"), *form.getlist("file")] if not isinstance(f, str)]
+                    if not uploads:
+                        raise ApiError(400, "bad_parameters", "no files: send them in the form field `files`")
+                    files = [(f.filename or "", await f.read()) for f in uploads]
+                    raw_options = form.get("options")
+                    raw_augment = form.get("augment")
             try:
                 options_dict = json.loads(raw_options) if isinstance(raw_options, str) and raw_options else {}
                 augment = json.loads(raw_augment) if isinstance(raw_augment, str) and raw_augment else False

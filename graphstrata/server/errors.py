@@ -14,6 +14,8 @@ bad_document        400     an uploaded file or document cannot be ingested (the
 too_large           413     the request body is over the limit (GRAPHSTRATA_MAX_BODY_BYTES)
 unsupported_media   415     neither JSON nor multipart/form-data where one of them is needed
 too_many_jobs       429     the ingest queue is full
+storage_unavailable 507     the server's temporary folder (TMPDIR) is full or not writable: the upload
+                            could not be stored, nothing was queued or written
 llm_unavailable     502     the language model endpoint failed or is not configured for the request
 neo4j_unavailable   503     Neo4j does not answer (or refuses our credentials)
 schema_mismatch     500     the database was built with another embedding model
