@@ -21,8 +21,14 @@ from graphstrata.db import Database
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor
 
+try:
+    from tests.conftest import STRESS
+except ImportError:  # tests/ on sys.path instead of the repository root
+    from conftest import STRESS  # type: ignore[no-redef]
+
 OPTS = IngestOptions(extractor="spacy")
 WRITERS = 4
+ROUNDS = 5 if STRESS else 1  # stress mode: the race again and again
 # Each writer's document has nouns (entities) of its own, so no writer waits on another's entity or
 # co-occurrence locks before the barrier; all share the keywords old, wide, tall, quiet, crosses, …
 NOUNS = [
@@ -69,7 +75,10 @@ def no_hook_after():
     pipeline.FAULT_HOOK = None
 
 
-def test_concurrent_ingests_lose_no_keyword_update(graph: Database, neo4j_settings: Settings, no_hook_after):
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_concurrent_ingests_lose_no_keyword_update(
+    graph: Database, neo4j_settings: Settings, no_hook_after, round_: int
+) -> None:
     docs = [(f"Village report {i}", text_of(i)) for i in range(WRITERS)]
     with GraphStrata(neo4j_settings) as gs:
         gs.ingest_texts([("Warm-up", "A quiet lane.")], OPTS)  # schema and models loaded before the race
