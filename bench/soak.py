@@ -79,7 +79,9 @@ ORPHANS = {  # name -> a count that must be 0
 # --- the database -----------------------------------------------------------------------------------
 
 
-def soak_settings() -> tuple[Settings, Callable[[], None]]:
+def soak_settings(
+    instance: str = SOAK_INSTANCE, bolt: int = SOAK_BOLT, http: int = SOAK_HTTP
+) -> tuple[Settings, Callable[[], None]]:
     """Settings for the soak database and a function that stops what we started (a no-op otherwise)."""
     import os
 
@@ -94,9 +96,9 @@ def soak_settings() -> tuple[Settings, Callable[[], None]]:
 
     s = base.model_copy(
         update={
-            "instance": SOAK_INSTANCE,
-            "bolt_port": SOAK_BOLT,
-            "http_port": SOAK_HTTP,
+            "instance": instance,
+            "bolt_port": bolt,
+            "http_port": http,
             "heap": "2g",
             "pagecache": "512m",
             "neo4j_password": None,
@@ -485,8 +487,9 @@ def markdown(data: dict[str, Any]) -> str:
         "# Soak: ingest, replace, delete and query at once",
         "",
         f"{data['machine']['cpus']} CPUs, {data['machine']['when']}, load average at the start "
-        f"{data['machine']['load_average_at_start']} (the machine is shared). Loopback, own Neo4j instance "
-        f"`soak`; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
+        f"{data['machine']['load_average_at_start']} (the machine is shared), "
+        f"{data['machine'].get('cpu_hogs', 0)} CPU hog process(es) busy-looping beside it. Loopback, own "
+        "Neo4j instance; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
         f"{data['writers']} writer and {data['readers']} reader threads (readers aiming at "
         f"{data['target_qps']} queries/s in total).",
         "",
@@ -554,6 +557,10 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     ap.add_argument("--questions", type=Path, default=DATA / "questions.jsonl")
     ap.add_argument("--keep", action="store_true", help="leave the soak instance running")
+    ap.add_argument("--instance", default=SOAK_INSTANCE, help=f"local instance (wiped; default {SOAK_INSTANCE})")
+    ap.add_argument("--bolt-port", type=int, default=SOAK_BOLT, help=f"its Bolt port (default {SOAK_BOLT})")
+    ap.add_argument("--http-port", type=int, default=SOAK_HTTP, help=f"its HTTP port (default {SOAK_HTTP})")
+    ap.add_argument("--hogs", type=int, default=0, help="busy-looping processes beside the soak (default 0)")
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results/soak.*")
     args = ap.parse_args()
 
@@ -561,9 +568,14 @@ def main() -> None:
 
     corpus = load_corpus(args.corpus)
     questions = [json.loads(x)["question"] for x in args.questions.read_text().splitlines() if x.strip()]
-    settings, stop = soak_settings()
+    settings, stop = soak_settings(args.instance, args.bolt_port, args.http_port)
     info = machine()
     info["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    info["cpu_hogs"] = args.hogs
+    import subprocess
+    import sys
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     try:
         data = run_soak(
             settings,
@@ -577,6 +589,9 @@ def main() -> None:
             qps=args.qps,
         )
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
         if not args.keep:
             stop()
     data = {"machine": info, **data}
