@@ -489,7 +489,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"{data['machine']['cpus']} CPUs, {data['machine']['when']}, load average at the start "
         f"{data['machine']['load_average_at_start']} (the machine is shared), "
         f"{data['machine'].get('cpu_hogs', 0)} CPU hog process(es) busy-looping beside it. Loopback, own "
-        "Neo4j instance; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
+        f"Neo4j instance; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
         f"{data['writers']} writer and {data['readers']} reader threads (readers aiming at "
         f"{data['target_qps']} queries/s in total).",
         "",
