@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint format bench clean-neo4j
+.PHONY: install demo test test-stress lint format bench clean-neo4j
 
 install: $(STAMP)
 
@@ -27,6 +27,11 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# the concurrency and soak tests, longer, with CPU hogs beside them (tests/conftest.py: GRAPHSTRATA_STRESS)
+test-stress: install
+	GRAPHSTRATA_STRESS=1 $(BIN)/python -m pytest tests/test_concurrent_writes.py tests/test_concurrent_reads.py \
+	  tests/test_soak.py tests/test_augment.py::test_noderag_layers_and_semantic_matching
 
 lint: install
 	$(BIN)/ruff check .

@@ -79,7 +79,9 @@ ORPHANS = {  # name -> a count that must be 0
 # --- the database -----------------------------------------------------------------------------------
 
 
-def soak_settings() -> tuple[Settings, Callable[[], None]]:
+def soak_settings(
+    instance: str = SOAK_INSTANCE, bolt: int = SOAK_BOLT, http: int = SOAK_HTTP
+) -> tuple[Settings, Callable[[], None]]:
     """Settings for the soak database and a function that stops what we started (a no-op otherwise)."""
     import os
 
@@ -94,9 +96,9 @@ def soak_settings() -> tuple[Settings, Callable[[], None]]:
 
     s = base.model_copy(
         update={
-            "instance": SOAK_INSTANCE,
-            "bolt_port": SOAK_BOLT,
-            "http_port": SOAK_HTTP,
+            "instance": instance,
+            "bolt_port": bolt,
+            "http_port": http,
             "heap": "2g",
             "pagecache": "512m",
             "neo4j_password": None,
@@ -159,12 +161,14 @@ def write_loop(
     rng: random.Random,
     batch: int,
     schedule: list[str] | None = None,
+    min_actions: int = 0,
 ) -> None:
-    """Until `deadline`: mostly new documents, some replacements, unchanged re-ingests, deletions and
-    returns of deleted documents; in the order of `schedule` (cycled) when given, else at random (MIX).
-    An action that has nothing to act on (no live document to delete …) ingests new documents instead."""
+    """Until `deadline`, and at least `min_actions` actions (a busy machine is slow, not exempt): mostly
+    new documents, some replacements, unchanged re-ingests, deletions and returns of deleted documents;
+    in the order of `schedule` (cycled) when given, else at random (MIX). An action that has nothing to
+    act on (no live document to delete …) ingests new documents instead."""
     revision = step = 0
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or step < min_actions:
         live = w.live()
         gone = [t for t, x in w.state.items() if x is None]
         action = schedule[step % len(schedule)] if schedule else choose(rng)
@@ -202,6 +206,8 @@ def write_loop(
                 w.state.update(docs)
                 w.counts["new"] += rep.documents_new
             else:
+                if time.monotonic() >= deadline:
+                    break  # the corpus is used up: min_actions cannot be reached
                 time.sleep(0.1)  # the corpus is used up and nothing else applies
                 continue
             if action != "delete":
@@ -229,12 +235,14 @@ def read_loop(
     methods: list[str],
     seed: int,
     interval: float = 0.0,
+    writing: threading.Event | None = None,
 ) -> None:
-    """Questions until `deadline`, cycling `methods`; one every `interval` seconds at most (0: back to back)."""
+    """Questions until `deadline` and while `writing` is set, cycling `methods`; one every `interval`
+    seconds at most (0: back to back)."""
     rng = random.Random(seed)
     i = 0
     next_at = time.monotonic()
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline or (writing is not None and writing.is_set()):
         method = methods[i % len(methods)]
         i += 1
         if interval:  # paced: a steady offered load leaves the writers their share of the 2 cores
@@ -336,9 +344,11 @@ def run_soak(
     schedule: list[str] | None = None,
     qps: float = 0.0,
     log: Callable[[str], None] = print,
+    min_actions: int = 0,
 ) -> dict[str, Any]:
     """Wipe the database of `settings`, soak it, check it, rebuild the end state sequentially, compare.
-    `schedule`: the writers' actions in order (cycled) instead of the random MIX (tests use it).
+    `schedule`: the writers' actions in order (cycled) instead of the random MIX (tests use it);
+    `min_actions`: each writer goes on past `seconds` until it has done that many.
     `qps`: the readers' total query rate (0: each sends back to back)."""
     with GraphStrata(settings) as gs:
         wipe(gs)
@@ -351,21 +361,28 @@ def run_soak(
         interval = readers / qps if qps > 0 else 0.0
         start = time.monotonic()
         deadline = start + seconds
-        threads = [
+        writing = threading.Event()  # readers keep reading while a writer is still busy past the deadline
+        writing.set()
+        write_threads = [
             threading.Thread(
-                target=write_loop, args=(clients[i], w, deadline, random.Random(seed + i), batch, schedule)
+                target=write_loop,
+                args=(clients[i], w, deadline, random.Random(seed + i), batch, schedule, min_actions),
             )
             for i, w in enumerate(shares)
-        ] + [
+        ]
+        read_threads = [
             threading.Thread(
                 target=read_loop,
-                args=(clients[writers + i], r, deadline, questions, methods, seed + 100 + i, interval),
+                args=(clients[writers + i], r, deadline, questions, methods, seed + 100 + i, interval, writing),
             )
             for i, r in enumerate(rdrs)
         ]
-        for t in threads:
+        for t in write_threads + read_threads:
             t.start()
-        for t in threads:
+        for t in write_threads:
+            t.join()
+        writing.clear()
+        for t in read_threads:
             t.join()
         wall = time.monotonic() - start  # includes the actions in flight at the deadline
         for c in clients:
@@ -470,8 +487,9 @@ def markdown(data: dict[str, Any]) -> str:
         "# Soak: ingest, replace, delete and query at once",
         "",
         f"{data['machine']['cpus']} CPUs, {data['machine']['when']}, load average at the start "
-        f"{data['machine']['load_average_at_start']} (the machine is shared). Loopback, own Neo4j instance "
-        f"`soak`; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
+        f"{data['machine']['load_average_at_start']} (the machine is shared), "
+        f"{data['machine'].get('cpu_hogs', 0)} CPU hog process(es) busy-looping beside it. Loopback, own "
+        f"Neo4j instance; corpus hotpotqa_dev100 passages, no LLM (spaCy extraction). {data['seconds']} s with "
         f"{data['writers']} writer and {data['readers']} reader threads (readers aiming at "
         f"{data['target_qps']} queries/s in total).",
         "",
@@ -539,6 +557,10 @@ def main() -> None:
     ap.add_argument("--corpus", type=Path, default=DATA / "corpus.jsonl")
     ap.add_argument("--questions", type=Path, default=DATA / "questions.jsonl")
     ap.add_argument("--keep", action="store_true", help="leave the soak instance running")
+    ap.add_argument("--instance", default=SOAK_INSTANCE, help=f"local instance (wiped; default {SOAK_INSTANCE})")
+    ap.add_argument("--bolt-port", type=int, default=SOAK_BOLT, help=f"its Bolt port (default {SOAK_BOLT})")
+    ap.add_argument("--http-port", type=int, default=SOAK_HTTP, help=f"its HTTP port (default {SOAK_HTTP})")
+    ap.add_argument("--hogs", type=int, default=0, help="busy-looping processes beside the soak (default 0)")
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results/soak.*")
     args = ap.parse_args()
 
@@ -546,9 +568,14 @@ def main() -> None:
 
     corpus = load_corpus(args.corpus)
     questions = [json.loads(x)["question"] for x in args.questions.read_text().splitlines() if x.strip()]
-    settings, stop = soak_settings()
+    settings, stop = soak_settings(args.instance, args.bolt_port, args.http_port)
     info = machine()
     info["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    info["cpu_hogs"] = args.hogs
+    import subprocess
+    import sys
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     try:
         data = run_soak(
             settings,
@@ -562,6 +589,9 @@ def main() -> None:
             qps=args.qps,
         )
     finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
         if not args.keep:
             stop()
     data = {"machine": info, **data}

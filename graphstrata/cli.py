@@ -258,6 +258,13 @@ def print_report(report) -> None:
         )
         for item in report.skipped_invalid:
             console.print(f"  {item}", highlight=False, soft_wrap=True)
+    for note in report.identity_notes:
+        console.print(f"[cyan]identity[/] {escape(note)}", highlight=False)
+    if report.replaced:
+        shown = ", ".join(report.replaced[:10]) + (
+            f" and {len(report.replaced) - 10} more" if len(report.replaced) > 10 else ""
+        )
+        console.print(f"[cyan]replaced[/] (text changed since the last ingest): {escape(shown)}", highlight=False)
     for f in report.failed_chunks:
         console.print(
             f"[yellow]extraction failed[/] {escape(str(f['doc']))} chunk {f['chunk']}: {escape(str(f['error']))} "
@@ -406,7 +413,7 @@ def prompt_tune(
             "prompt-tune asks a language model and none is configured "
             "(set OPENAI_BASE_URL and/or OPENAI_API_KEY, and GRAPHSTRATA_CHAT_MODEL)"
         )
-    docs, errors = load_paths(paths)
+    docs, errors, _ = load_paths(paths)
     for e in errors:
         console.print(f"[yellow]skipped[/] {escape(str(e))}", highlight=False)
     chunks = [p.text for d in docs for p in token_chunks(d.text, chunk_size, 0)]

@@ -19,6 +19,7 @@ from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
 from graphstrata.ingest.extract import read_user_extractions, record_schema
+from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
 from graphstrata.llm import LLMClient, LLMNotConfigured
@@ -151,12 +152,16 @@ class GraphStrata:
         numbers, in ``report.skipped_invalid``.
         """
         parsed = read_user_extractions(path, skip_invalid=skip_invalid)
-        docs = [UserExtractedDocument.from_user(d) for d in parsed.documents]
-        unique = list({d.source: d for d in docs}.values())  # a later line with the same identity wins
+        # the identity rules of every input (graphstrata/ingest/identity.py): id, else source, else title
+        docs, notes = resolve_identities(
+            Candidate(UserExtractedDocument.from_user(d), bool(d.id or d.source), f"{Path(path).name}:{d.line}")
+            for d in parsed.documents
+        )
         # the documents carry their extraction: no extractor (and no LLM) is involved
         options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
-        report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(unique)
+        report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(docs)
         report.skipped_invalid = parsed.skipped + report.skipped_invalid
+        report.identity_notes = notes + report.identity_notes
         return report
 
     def delete(self, ref: str) -> list[dict]:

@@ -6,6 +6,7 @@ created before that instant is stale and is rebuilt on next use.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
@@ -54,6 +55,24 @@ class GDS:
         """Project `nodes`/`rels` (GDS native projection maps) as PREFIX+name, reusing a fresh one."""
         params = {"nodes": nodes, "rels": rels, "config": config or {}}
         return self._ensure(name, query("gds.project_native"), force, params)
+
+    def project_ordered(
+        self, name: str, labels: list[str], types: list[str] = (), *, embedding: bool = False, force: bool = False
+    ) -> Projection:
+        """Nodes with `labels` (with their `embedding` if asked: then only nodes that have one) and the
+        relationships of `types` among them, undirected, numbered in an order fixed by the ids (see
+        gds.project_ordered): the projection for seeded algorithms whose results must not depend on the
+        store's node order. The order is that of the ids' SHA-256, not of the ids: a pseudo-random
+        permutation (what these algorithms assume), whatever the ids look like."""
+        ids = [r["id"] for r in self.db.read(query("gds.ordered_ids"), labels=labels, embedding=embedding)]
+        ranked = sorted((i for i in ids if i is not None), key=lambda i: hashlib.sha256(i.encode()).digest())
+        params = {
+            "labels": labels,
+            "types": list(types),
+            "embedding": embedding,
+            "rank": {i: n for n, i in enumerate(ranked)},
+        }
+        return self._ensure(name, query("gds.project_ordered"), force, params)
 
     def project_cypher(self, name: str, statement: str, *, force: bool = False, **params: Any) -> Projection:
         """A Cypher-aggregation projection (`statement` RETURNs gds.graph.project($name, …)), reused while fresh."""

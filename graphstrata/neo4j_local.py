@@ -163,9 +163,12 @@ def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, 
         "-DexcludeTransitive=false",
         "-Dsort=true",
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise LauncherError(f"could not run Maven ({mvn}): {e.strerror or e}") from e
     if proc.returncode != 0:
-        raise LauncherError(f"mvn could not resolve Neo4j artefacts:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        raise LauncherError(_download_failure(proc.stdout + proc.stderr))
     jars: dict[str, Path] = {}
     for line in listing.read_text().splitlines():
         line = line.split(" -- ")[0].strip()
@@ -177,6 +180,42 @@ def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, 
     if not jars:
         raise LauncherError(f"mvn listed no jars for {artifacts}")
     return jars
+
+
+# What Maven prints when the download itself failed, and what to do about it.
+_DOWNLOAD_HINTS = [
+    (
+        (
+            "unknownhost",
+            "unknown host",
+            "connection refused",
+            "connect timed out",
+            "network is unreachable",
+            "could not transfer artifact",
+            "no route to host",
+            "temporary failure in name resolution",
+        ),
+        "Maven Central (repo.maven.apache.org) could not be reached: check the network, or a proxy/mirror in "
+        "~/.m2/settings.xml.",
+    ),
+    (
+        ("checksum",),
+        "a downloaded file did not match Maven Central's checksum (a broken download or a tampering proxy): "
+        "nothing was installed; delete ~/.m2/repository/org/neo4j and try again.",
+    ),
+    (
+        ("no space left", "disk quota"),
+        "the disk holding ~/.m2 is full: the first download needs about 180 MB free.",
+    ),
+]
+
+
+def _download_failure(output: str) -> str:
+    """A clear message for a failed first download: the cause we recognise, then Maven's own words."""
+    low = output.lower()
+    hint = next((h for words, h in _DOWNLOAD_HINTS if any(w in low for w in words)), None)
+    head = "Could not download Neo4j + GDS from Maven Central (first start only)"
+    return f"{head}: {hint or 'Maven failed; its output follows.'}\n{output[-3000:]}"
 
 
 @dataclass(frozen=True)
@@ -221,8 +260,14 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
     if dist.manifest.exists():
         return dist
     log(f"Fetching Neo4j {NEO4J_VERSION} + GDS {GDS_VERSION} + Browser {BROWSER_VERSION} from Maven Central…")
-    dist.root.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="dist-", dir=dist.root.parent))
+    try:
+        dist.root.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="dist-", dir=dist.root.parent))
+    except OSError as e:
+        raise LauncherError(
+            f"cannot write the Neo4j download folder {dist.root.parent}: {e.strerror or e}; "
+            "set GRAPHSTRATA_CACHE_DIR to a writable folder with about 200 MB free"
+        ) from e
     try:
         server = _resolve(SERVER_ARTIFACTS, staging / "mvn-server")
         gds = _resolve(GDS_ARTIFACTS, staging / "mvn-gds")
@@ -250,6 +295,11 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
         if dist.root.exists():
             shutil.rmtree(dist.root)
         staging.rename(dist.root)
+    except OSError as e:
+        raise LauncherError(
+            f"could not lay out the Neo4j distribution in {dist.root.parent}: {e.strerror or e} "
+            f"({getattr(e, 'filename', None) or 'a file'}); nothing was kept, the next start downloads again"
+        ) from e
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

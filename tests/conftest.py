@@ -26,6 +26,28 @@ ROOT = Path(__file__).resolve().parents[1]
 TEST_INSTANCE = os.environ.get("GRAPHSTRATA_TEST_INSTANCE", "pytest")
 TEST_BOLT = int(os.environ.get("GRAPHSTRATA_TEST_BOLT_PORT", "17687"))
 TEST_HTTP = int(os.environ.get("GRAPHSTRATA_TEST_HTTP_PORT", "17474"))
+#: Stress mode (`make test-stress`): the concurrency and soak tests run longer (they read STRESS), with
+#: GRAPHSTRATA_STRESS_HOGS busy-looping processes (default 2) holding the cores for the whole session.
+STRESS = os.environ.get("GRAPHSTRATA_STRESS") == "1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cpu_hogs() -> Iterator[None]:
+    if not STRESS:
+        yield
+        return
+    import sys
+
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(int(os.environ.get("GRAPHSTRATA_STRESS_HOGS", "2")))
+    ]
+    try:
+        yield
+    finally:
+        for hog in hogs:  # ours, by their handles
+            hog.kill()
+            hog.wait()
 
 
 def docker_engine_available() -> bool:

@@ -108,6 +108,7 @@ class Observations:
     retrievals: int = 0
     doc_counts: set[int] = field(default_factory=set)
     retrieved: set[str] = field(default_factory=set)  # chunk ids returned by retrieval
+    shown: dict[str, str] = field(default_factory=dict)  # chunk id -> what the reader saw (for failure messages)
     torn_views: int = 0  # views of an outgoing version being taken apart (allowed, counted)
     violations: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -147,6 +148,7 @@ def check_retrieval(gs: GraphStrata, i: int, going: Going, seen: Observations) -
     ids = [c for item in result.items for c in item.chunk_ids]
     seen.retrieved.update(ids)
     for item in result.items:
+        seen.shown.setdefault(item.node_id, f"{method} #{seen.retrievals}: {item.text[:80]!r}")
         if not item.text.strip() or not item.doc_titles or not item.doc_titles[0]:
             seen.violations.append(f"retrieved chunk {item.node_id} without text or document title")
     for row in gs.db.read(CHUNK_HOME, ids=ids):
@@ -206,7 +208,8 @@ def test_documents_being_added_are_seen_whole_or_not_at_all(gs: GraphStrata, gra
     # the reader really overlapped the writes: it saw the corpus at several sizes
     assert seen.snapshots >= 5 and len(seen.doc_counts) >= 3, (seen.snapshots, sorted(seen.doc_counts))
     final = graph.read("MATCH (c:Chunk) RETURN c.id AS id")
-    assert seen.retrieved and seen.retrieved <= {r["id"] for r in final}
+    unexplained = seen.retrieved - {r["id"] for r in final}
+    assert seen.retrieved and not unexplained, {c: seen.shown.get(c) for c in sorted(unexplained)[:5]}
 
 
 @pytest.mark.slow

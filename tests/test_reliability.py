@@ -152,6 +152,18 @@ def test_concurrent_overlapping_ingests_equal_a_sequential_one(gs: GraphStrata, 
 # --- the database goes away mid-ingest ------------------------------------------------------------
 
 
+def free_ports(n: int) -> list[int]:
+    """`n` distinct ports free on loopback now (held open together, so they differ)."""
+    import socket
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
 @pytest.mark.slow
 def test_neo4j_killed_mid_ingest_then_rerun_is_complete(neo4j_mode: str, neo4j_settings: Settings, tmp_path: Path):
     if neo4j_mode != "local":
@@ -162,11 +174,13 @@ def test_neo4j_killed_mid_ingest_then_rerun_is_complete(neo4j_mode: str, neo4j_s
 
     from graphstrata.neo4j_local import Instance
 
+    # free ports and an instance of its own: two runs of this test at once (or another server) never collide
+    bolt, http = free_ports(2)
     s = neo4j_settings.model_copy(
         update={
-            "instance": "pytest-crash",
-            "bolt_port": 17911,
-            "http_port": 17912,
+            "instance": f"pytest-crash-{os.getpid()}",
+            "bolt_port": bolt,
+            "http_port": http,
             "heap": "1g",
             "pagecache": "128m",
             "data_dir": tmp_path / "data",

@@ -230,7 +230,7 @@ def test_bad_file_in_a_folder_does_not_stop_the_good_ones(tmp_path: Path) -> Non
 
     (tmp_path / "a_deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "b_good.txt").write_text("A good document about Vienna.")
-    docs, errors = load_paths([tmp_path])
+    docs, errors, _ = load_paths([tmp_path])
     assert [d.title for d in docs] == ["b_good"]
     assert len(errors) == 1 and "nested too deeply" in str(errors[0])
 

@@ -504,6 +504,50 @@ def test_upload_files_then_delete(server: Server, ingested: dict, db: Database) 
     assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
 
 
+def test_same_title_documents_in_one_request_stay_two_whole_documents(server: Server, ingested: dict, db: Database):
+    first = "Falun copper mine. The first DupTitle text is about the copper mines of Falun."
+    second = "Bergen herring boats. The second DupTitle text is about the herring boats of Bergen."
+    spacy = {"extractor": "spacy"}
+
+    def ingest(texts: list[str]) -> dict:
+        body = {"documents": [{"title": "DupTitle", "text": t} for t in texts], "options": spacy}
+        r = server.http.post("/documents", json=body)
+        assert r.status_code == 202, r.text
+        job, _ = server.wait_job(r.json()["id"])
+        assert job["state"] == "succeeded", job
+        return job["result"]["report"]
+
+    def stored() -> dict[str, list[str]]:
+        rows = db.read(
+            "MATCH (d:Document {title: 'DupTitle'}) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN d.source AS source, collect(c.text) AS chunks"
+        )
+        return {r["source"]: sorted(r["chunks"]) for r in rows}
+
+    def retrieved(question: str) -> set[str]:
+        r = server.http.post("/retrieve", json={"question": question, "method": "fulltext", "params": {"top_k": 10}})
+        assert r.status_code == 200, r.text
+        items = [i for i in r.json()["items"] if i["doc_titles"] == ["DupTitle"]]
+        return {i["text"].split("\n", 1)[-1] for i in items}  # a chunk item's text is "title\ntext"
+
+    report = ingest([first, second])
+    assert report["documents_new"] == 2
+    assert any("'DupTitle [2]'" in n for n in report["identity_notes"]), report["identity_notes"]
+    assert stored() == {"DupTitle": [first], "DupTitle [2]": [second]}  # two whole documents, not one with both
+
+    revised = "Bergen herring boats. The revised DupTitle text is about the herring market of Bergen."
+    report = ingest([first, revised])
+    assert (report["documents_unchanged"], report["documents_replaced"]) == (1, 1)
+    assert report["replaced"] == ["DupTitle (DupTitle [2])"]
+    assert stored() == {"DupTitle": [first], "DupTitle [2]": [revised]}
+    assert retrieved("herring boats Bergen") == {revised}  # the replaced version's chunk is gone
+    assert retrieved("copper mines Falun") == {first}
+
+    r = server.http.delete("/documents/DupTitle")  # by title: both
+    assert r.status_code == 200 and len(r.json()["deleted"]) == 2
+    assert stored() == {}
+
+
 # ------------------------------------------------------------------------------------------------
 # streaming
 # ------------------------------------------------------------------------------------------------

@@ -12,6 +12,11 @@ from types import ModuleType
 from graphstrata.config import Settings
 from graphstrata.db import Database
 
+try:
+    from tests.conftest import STRESS
+except ImportError:  # tests/ on sys.path instead of the repository root
+    from conftest import STRESS  # type: ignore[no-redef]
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -30,16 +35,24 @@ def test_short_soak_keeps_the_graph_exact(graph: Database, neo4j_settings: Setti
     questions = [json.loads(x)["question"] for x in (ROOT / "samples" / "questions.jsonl").read_text().splitlines()]
     # every kind of write early, whatever the machine's speed: new, replace, delete, back again, no-op
     schedule = ["new", "replace", "delete", "restore", "unchanged", "new"]
+    # each writer does the whole schedule at least once, however long a busy machine makes that take
     result = soak.run_soak(
-        neo4j_settings, corpus, questions, seconds=8, writers=2, readers=1, batch=2, schedule=schedule, log=print
+        neo4j_settings,
+        corpus,
+        questions,
+        seconds=90 if STRESS else 8,
+        writers=2,
+        readers=1,
+        batch=2,
+        schedule=schedule,
+        log=print,
+        min_actions=len(schedule),
     )
     assert not result["writer_errors"], result["writer_errors"]
     done = result["actions"]
     assert done.get("new", 0) and done.get("replaced", 0) and done.get("deleted", 0), done
     assert result["queries_total"] > 0
     assert set(result["queries"]) == {"vector", "fulltext", "ketrag"}
-    # KNOWN GAP (README, Reliability): an index hit that a committing deletion just emptied makes
-    # retrieval raise a ValidationError; anything else is a failure here
-    other = {k: n for k, n in result["query_errors"].items() if not k.endswith("ValidationError")}
-    assert not other, result["query_error_samples"]
+    # no query may fail: an index hit that a committing deletion just emptied is skipped (README, Reliability)
+    assert not result["query_errors"], result["query_error_samples"]
     assert result["integrity_ok"], json.dumps({k: result[k] for k in ("checks", "comparison", "actions")}, indent=1)

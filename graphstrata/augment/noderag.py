@@ -25,11 +25,7 @@ from graphstrata.gds import GDS
 from graphstrata.summarize import summarize
 
 G1_NODES = ["Entity", "SemanticUnit", "Relation"]
-G1_RELS = {
-    "MENTIONS": {"type": "MENTIONS", "orientation": "UNDIRECTED"},  # S -> N (chunk mentions are not in G1)
-    "SUBJECT_OF": {"type": "SUBJECT_OF", "orientation": "UNDIRECTED"},
-    "OBJECT": {"type": "OBJECT", "orientation": "UNDIRECTED"},
-}
+G1_RELS = ["MENTIONS", "SUBJECT_OF", "OBJECT"]  # undirected; MENTIONS S -> N (chunks are not in G1)
 ATTRIBUTE_PROMPT = (
     "Write a short attribute summary of the entity '{name}' (2-3 sentences) from these statements about it."
 )
@@ -63,7 +59,9 @@ def important_entities(ctx: AugmentContext) -> StageReport:
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     ctx.db.auto(query("augment.delete_label"), label="Attribute")
     ctx.db.write(query("augment.clear_important"))
-    p = gds.project("noderag_g1", G1_NODES, G1_RELS, force=True)
+    # projected in id order, betweenness single-threaded: the sampled sources and the sums do not depend
+    # on the store's node order or on thread timing, so re-runs select the same entities
+    p = gds.project_ordered("noderag_g1", G1_NODES, G1_RELS, force=True)
     try:
         if p.nodes == 0:
             return StageReport(stage="important_entities", counts={"important": 0})
@@ -72,7 +70,8 @@ def important_entities(ctx: AugmentContext) -> StageReport:
             r["id"]: r["core"] for r in ctx.db.read(query("augment.kcore_stream"), graph=p.name, config=gds.params())
         }
         samples = ctx.params.get("betweenness_samples", 10)  # Algorithm 1: betweenness_centrality(G1, k=10)
-        bconf = gds.params(samplingSeed=42) | ({"samplingSize": min(int(samples), p.nodes)} if samples else {})
+        bconf = gds.params(samplingSeed=42, concurrency=1)
+        bconf |= {"samplingSize": min(int(samples), p.nodes)} if samples else {}
         brows = ctx.db.read(query("augment.betweenness_stream"), graph=p.name, config=bconf)
     finally:
         gds.drop(p.name)
@@ -145,8 +144,9 @@ def communities(ctx: AugmentContext) -> StageReport:
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     for label in ("Overview", "HighLevel", "Community"):
         ctx.db.auto(query("augment.delete_label"), label=label)
-    rels = {**G1_RELS, "HAS_ATTRIBUTE": {"type": "HAS_ATTRIBUTE", "orientation": "UNDIRECTED"}}
-    p = gds.project("noderag_g2", [*G1_NODES, "Attribute"], rels, force=True)
+    # in id order: Leiden's seeded, single-threaded run then sees the same graph on every re-run, although
+    # important_entities re-creates the Attribute nodes (new store ids, another native order)
+    p = gds.project_ordered("noderag_g2", [*G1_NODES, "Attribute"], [*G1_RELS, "HAS_ATTRIBUTE"], force=True)
     try:
         if p.nodes == 0:
             return StageReport(stage="communities", counts={"communities": 0})
@@ -207,9 +207,8 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
 def semantic_matching(ctx: AugmentContext) -> StageReport:
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     ctx.db.write(query("augment.delete_groups"))
-    labels = ["SemanticUnit", "Attribute", "HighLevel"]
-    nodes = {lb: {"properties": "embedding"} for lb in labels}
-    p = gds.project("noderag_kmeans", nodes, "*", force=True)
+    # in id order: K-means' seeded initial centroids are picked by GDS node number
+    p = gds.project_ordered("noderag_kmeans", ["SemanticUnit", "Attribute", "HighLevel"], embedding=True, force=True)
     try:
         if p.nodes < 2:
             return StageReport(stage="semantic_matching", counts={"groups": 0})

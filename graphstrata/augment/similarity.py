@@ -24,8 +24,7 @@ KNN_CONFIG = {"sampleRate": 1.0, "deltaThreshold": 0.0, "maxIterations": 50, "ra
 
 def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score)."""
-    nodes = {label: {"properties": "embedding"} for label in labels}
-    p = gds.project(name, nodes, "*", force=True)
+    p = gds.project_ordered(name, labels, embedding=True, force=True)  # seeded sampling by node number
     try:
         if p.nodes < 2:
             return []

@@ -51,13 +51,15 @@ CALL gds.graph.list($graph) YIELD nodeCount, relationshipCount
 RETURN nodeCount AS nodes, relationshipCount AS rels;
 
 // name: entity_context
-// What an attribute summary is made from (NodeRAG §2.3): an entity's relations and semantic units.
+// What an attribute summary is made from (NodeRAG §2.3): an entity's relations and semantic units,
+// the first $max_items of each by id (not store order, so re-runs summarise the same statements).
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
-OPTIONAL MATCH (u:SemanticUnit)-[:MENTIONS]->(e)
-WITH e, collect(DISTINCT u {.text, .embedding})[..$max_items] AS units
-OPTIONAL MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation)
-RETURN e.id AS id, e.name AS name, units, collect(DISTINCT r {.text, .embedding})[..$max_items] AS relations;
+RETURN e.id AS id, e.name AS name,
+       COLLECT { MATCH (u:SemanticUnit)-[:MENTIONS]->(e) WITH DISTINCT u ORDER BY u.id
+                 RETURN u {.text, .embedding} LIMIT $max_items } AS units,
+       COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation) WITH DISTINCT r ORDER BY r.id
+                 RETURN r {.text, .embedding} LIMIT $max_items } AS relations;
 
 // name: delete_label
 CALL (*) {
@@ -96,14 +98,15 @@ MATCH (n {id: r.id}) WHERE n:Entity OR n:SemanticUnit OR n:Relation OR n:Attribu
 MERGE (n)-[:IN_COMMUNITY]->(c);
 
 // name: community_members
-// Texts and entity names of one batch of communities, for their high-level elements.
+// Texts (by id) and entity names (best-connected first, ties by name) of one batch of communities,
+// for their high-level elements: in a fixed order, so re-runs write the same summaries and titles.
 UNWIND $ids AS cid
 MATCH (c:Community {id: cid})
-OPTIONAL MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
-WITH c, collect(u {.id, .text, .embedding}) AS texts
-OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
-WITH c, texts, e ORDER BY COUNT { (e)--() } DESC
-RETURN c.id AS id, texts, collect(e.name)[..5] AS names;
+RETURN c.id AS id,
+       COLLECT { MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
+                 WITH u ORDER BY u.id RETURN u {.id, .text, .embedding} } AS texts,
+       COLLECT { MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
+                 WITH e ORDER BY COUNT { (e)--() } DESC, e.name, e.id RETURN e.name LIMIT 5 } AS names;
 
 // name: write_high_level
 UNWIND $rows AS r

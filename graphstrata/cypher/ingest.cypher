@@ -76,6 +76,25 @@ WITH e, r
 WHERE r.embedding IS NOT NULL AND e.embedding IS NULL
 CALL db.create.setNodeVectorProperty(e, 'embedding', r.embedding);
 
+// name: lock_entities
+// Takes each entity's write lock (a node's first write in a transaction takes it, held until commit),
+// in id order ($ids sorted). Every transaction that adds or removes an entity's mentions locks it
+// before it reads what other documents left: refresh_entities and refresh_related then aggregate
+// everything committed before, and a removal's "no chunk mentions it any more" cannot miss a
+// mention a concurrent ingest is adding.
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+SET e._lock = true
+REMOVE e._lock;
+
+// name: missing_entities
+// Entities of $ids that do not exist. Run after lock_entities: a node a concurrent transaction deleted
+// between our MATCH or MERGE and our lock is gone (writes to it were silently nothing).
+UNWIND $ids AS id
+OPTIONAL MATCH (e:Entity {id: id})
+WITH id, e WHERE e IS NULL
+RETURN id;
+
 // name: write_mentions
 // The knowledge graph's chunk->entity provenance: MENTIONS with the number of occurrences. Each edge also
 // records what this chunk says of the entity: the surface `name`, the spaCy pass's NER `label`
@@ -122,22 +141,35 @@ DELETE x;
 // A keyword's embedding is the SUM of the embeddings of the sentences that contain it: the same
 // direction as their mean (all that cosine similarity sees), and updatable by addition when
 // documents come and go. n_sentences counts them.
-// (The old vector is read once into `old`: indexing `k.embedding[i]` re-reads the property per element.)
+// Concurrent ingests add to the same keywords. Neo4j is read-committed and MERGE takes no lock on a
+// node it matches, so the increment of n_sentences comes first: a SET whose right-hand side reads the
+// property it writes takes the node's write lock before reading, and holds it until commit. The
+// vector is read only after that (once, into `old`: `k.embedding[i]` would re-read it per element),
+// so it is the sum every earlier committed ingest left, never one a concurrent ingest is about to
+// overwrite (a lost update). Rows come sorted by id, so concurrent ingests lock in one order.
 UNWIND $rows AS r
 MERGE (k:Keyword {id: r.id})
 ON CREATE SET k.term = r.term, k.n_sentences = 0
+SET k.n_sentences = k.n_sentences + r.n
 WITH k, r, k.embedding AS old
-SET k.n_sentences = k.n_sentences + r.n,
-    k.embedding = CASE WHEN old IS NULL THEN r.sum ELSE [i IN range(0, size(r.sum) - 1) | old[i] + r.sum[i]] END;
+SET k.embedding = CASE WHEN old IS NULL THEN r.sum ELSE [i IN range(0, size(r.sum) - 1) | old[i] + r.sum[i]] END;
 
 // name: subtract_keywords
+// As add_keywords: lock (by the decrement) before reading the vector.
 UNWIND $rows AS r
 MATCH (k:Keyword {id: r.id})
+SET k.n_sentences = k.n_sentences - r.n
 WITH k, r, k.embedding AS old
-SET k.n_sentences = k.n_sentences - r.n,
-    k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
+SET k.embedding = [i IN range(0, size(r.sum) - 1) | old[i] - r.sum[i]]
 WITH k WHERE k.n_sentences <= 0
 DETACH DELETE k;
+
+// name: missing_keywords
+// As missing_entities, after add_keywords: a keyword a concurrent removal deleted under us.
+UNWIND $ids AS id
+OPTIONAL MATCH (k:Keyword {id: id})
+WITH id, k WHERE k IS NULL
+RETURN id;
 
 // name: link_keywords
 UNWIND $rows AS r

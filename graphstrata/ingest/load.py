@@ -1,9 +1,10 @@
 """Load documents from .txt, .md, .json and .jsonl files, refusing anything that is not text, and
 from PDF, HTML and DOCX files through their converters (graphstrata/ingest/convert.py).
 
-A document's identity (``Document.id``) is its source: the file path for .txt/.md, the title for a
-record of a JSON/JSONL corpus (a corpus is a set of titled records). Its content hash
-(``sha256``) decides whether a re-ingest is a no-op (same hash) or a replacement (new hash).
+A document's identity (``Document.id``) is its source: the file path for .txt/.md; for a record
+of a JSON/JSONL corpus its ``id`` field, else its title — with the rules for repeated titles and
+ids of :mod:`graphstrata.ingest.identity`. Its content hash (``sha256``) decides whether a
+re-ingest is a no-op (same hash) or a replacement (new hash).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graphstrata.ingest.convert import CONVERTED_SUFFIXES, ConvertError, Section, convert
+from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.limits import is_blank
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown", ".text"}
@@ -34,7 +36,7 @@ class LoadError(ValueError):
 
 @dataclass(frozen=True)
 class SourceDocument:
-    source: str  # identity: path of a text file, or title of a corpus record
+    source: str  # identity: path of a text file, or a corpus record's id or title (see identity.py)
     title: str
     text: str
     # (character offset, label) where a page or headed section starts: chunk provenance
@@ -76,20 +78,24 @@ def _title_of_text(path: Path, text: str) -> str:
     return path.stem
 
 
-def _record(path: Path, where: str, obj: object) -> SourceDocument:
+def _record(path: Path, where: str, obj: object) -> Candidate:
     if not isinstance(obj, dict):
         raise LoadError(f"{path}{where}", "expected an object with 'title' and 'text'")
-    text, title = obj.get("text"), obj.get("title")
+    text, title, rid = obj.get("text"), obj.get("title"), obj.get("id")
     if not isinstance(text, str) or is_blank(text):
         raise LoadError(f"{path}{where}", "missing or empty 'text'")
     if title is not None and not isinstance(title, str):
         raise LoadError(f"{path}{where}", "'title' must be a string")
+    if rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int) or not str(rid).strip()):
+        raise LoadError(f"{path}{where}", "'id' must be a non-empty string or an integer")
     title = (title or "").strip() or f"{path.stem}{where}"
-    return SourceDocument(source=title, title=title, text=text)
+    identity = str(rid).strip() if rid is not None else title
+    return Candidate(SourceDocument(source=identity, title=title, text=text), rid is not None, f"{path.name}{where}")
 
 
-def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocument]:
-    """The documents of one file; LoadError if the file (or any record in it) is unusable."""
+def file_candidates(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Candidate]:
+    """The records of one file before the identity rules; LoadError if the file (or any record in
+    it) is unusable."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
         raise LoadError(str(path), f"unsupported file type {suffix or '(none)'}; use {', '.join(sorted(SUPPORTED))}")
@@ -107,10 +113,12 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
             c = convert(path, data)
         except ConvertError as e:
             raise LoadError(str(path), str(e)) from e
-        return [SourceDocument(source=str(path.resolve()), title=c.title, text=c.text, sections=c.sections)]
+        doc = SourceDocument(source=str(path.resolve()), title=c.title, text=c.text, sections=c.sections)
+        return [Candidate(doc, True, path.name)]
     text = _decode(path, data)
     if suffix in TEXT_SUFFIXES:
-        return [SourceDocument(source=str(path.resolve()), title=_title_of_text(path, text), text=text)]
+        doc = SourceDocument(source=str(path.resolve()), title=_title_of_text(path, text), text=text)
+        return [Candidate(doc, True, path.name)]
     if suffix == ".json":
         try:
             obj = json.loads(text)
@@ -136,6 +144,11 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
     return docs
 
 
+def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocument]:
+    """The documents of one file; LoadError if the file (or any record in it) is unusable."""
+    return resolve_identities(file_candidates(path, max_bytes))[0]
+
+
 def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     """Files named, and supported files below folders named (sorted, hidden files skipped)."""
     for p in map(Path, paths):
@@ -149,17 +162,18 @@ def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
 
 def load_paths(
     paths: Iterable[str | Path], max_bytes: int = DEFAULT_MAX_BYTES
-) -> tuple[list[SourceDocument], list[LoadError]]:
-    """All documents under `paths`, and the files that could not be loaded (each a clear error)."""
-    docs: dict[str, SourceDocument] = {}
+) -> tuple[list[SourceDocument], list[LoadError], list[str]]:
+    """All documents under `paths` (identities by the rules of identity.py, over all files together),
+    the files that could not be loaded (each a clear error), and the identity notes for the report."""
+    candidates: list[Candidate] = []
     errors: list[LoadError] = []
     for f in iter_files(paths):
         if not f.exists():
             errors.append(LoadError(str(f), "no such file or folder"))
             continue
         try:
-            for d in load_file(f, max_bytes):
-                docs[d.source] = d  # a later record with the same identity wins
+            candidates += file_candidates(f, max_bytes)
         except LoadError as e:
             errors.append(e)
-    return list(docs.values()), errors
+    docs, notes = resolve_identities(candidates)
+    return docs, errors, notes

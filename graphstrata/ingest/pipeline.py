@@ -55,6 +55,7 @@ from graphstrata.ingest.extract import (
     normalize_name,
     occurrences,
 )
+from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.schema import apply_schema
@@ -129,6 +130,10 @@ class IngestReport(BaseModel):
     errors: list[str] = Field(default_factory=list)
     #: Invalid triples, entities or lines of an extractions file left out by ``--skip-invalid``.
     skipped_invalid: list[str] = Field(default_factory=list)
+    #: Input records merged, replaced by a later one, or given a derived identity (ingest/identity.py).
+    identity_notes: list[str] = Field(default_factory=list)
+    #: Documents whose stored version this ingest replaced (their text changed since the last ingest).
+    replaced: list[str] = Field(default_factory=list)
     #: Chunks whose extraction failed: ``{doc, title, chunk (ordinal), error}``. Their documents are
     #: written without that chunk's extraction and retried by the next ingest.
     failed_chunks: list[dict] = Field(default_factory=list)
@@ -148,6 +153,8 @@ class IngestReport(BaseModel):
                 setattr(self, name, getattr(self, name) + value)
         self.errors += other.errors
         self.skipped_invalid += other.skipped_invalid
+        self.identity_notes += other.identity_notes
+        self.replaced += other.replaced
         self.failed_chunks += other.failed_chunks
         self.ketrag = other.ketrag or self.ketrag
         for stage, counts in other.llm.items():
@@ -297,7 +304,8 @@ class UserExtractedDocument(SourceDocument):
 
     @classmethod
     def from_user(cls, doc: UserDocument) -> UserExtractedDocument:
-        """Identity: the line's ``id``, else its ``source``, else its title (as for a JSON-lines corpus)."""
+        """Identity: the line's ``id``, else its ``source``, else its title (a repeated title with another
+        text then gets a derived identity: :func:`graphstrata.ingest.identity.resolve_identities`)."""
         return cls(source=doc.id or doc.source or doc.title, title=doc.title, text=doc.text, extraction=doc)
 
 
@@ -318,14 +326,16 @@ class Contribution:
             s = sentence_vecs[idx].sum(0)
             self.kw_sum[term] = self.kw_sum[term] + s if term in self.kw_sum else s
 
+    # Rows sorted by id: concurrent ingests then lock shared edges and keywords in one order.
     def cooc_rows(self) -> list[dict]:
-        return [{"a": a, "b": b, "w": w} for (a, b), w in self.cooc.items()]
+        return [{"a": a, "b": b, "w": w} for (a, b), w in sorted(self.cooc.items())]
 
     def keyword_rows(self) -> list[dict]:
-        return [
+        rows = [
             {"id": keyword_id(t), "term": t, "n": n, "sum": self.kw_sum[t].astype(float).tolist()}
             for t, n in self.kw_n.items()
         ]
+        return sorted(rows, key=lambda r: r["id"])
 
 
 @dataclass
@@ -453,10 +463,11 @@ class Ingestor:
         self, paths: Iterable[str | Path], core_chunk_ids: set[str] | None = None, force: bool = False
     ) -> IngestReport:
         t = time.perf_counter()
-        docs, errors = load_paths(paths, self.options.max_document_bytes)
+        docs, errors, notes = load_paths(paths, self.options.max_document_bytes)
         load_s = time.perf_counter() - t
         report = self.ingest_documents(docs, core_chunk_ids, force)
         report.errors = [str(e) for e in errors] + report.errors
+        report.identity_notes = notes + report.identity_notes
         report.seconds["load"] = load_s
         return report
 
@@ -473,6 +484,9 @@ class Ingestor:
         if self.extractor == "llm" and self.llm is not None:  # (raises when the LLM is asked for but not configured)
             self.llm.check_cache()  # an unwritable reply cache fails now, before any paid call
         report = IngestReport()
+        # one Document per identity: two versions of one document in one ingest would both be written
+        # under it (a Document holding both versions' chunks); the later wins, and the report says so
+        docs, report.identity_notes = resolve_identities(Candidate(d, True, _doc_name(d)) for d in docs)
         stages = Stages(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
         try:
@@ -809,6 +823,8 @@ class Ingestor:
                     if p.doc.id in written:
                         report.documents_new += p.old_sha is None
                         report.documents_replaced += p.old_sha is not None
+                        if p.old_sha is not None:
+                            report.replaced.append(_doc_name(p.doc))
                         report.chunks += len(p.chunks)
                         report.subchunks += len(p.subchunks)
                         report.mentions += len(p.mentions)
@@ -924,6 +940,8 @@ class Ingestor:
                 if eid not in entities or entities[eid]["embedding"] is None:
                     entities[eid] = e
         self._run(tx, "merge_entities", list(entities.values()))
+        mentioned = {m["entity"] for p in todo for m in p.mentions}
+        self._lock_entities(tx, mentioned | {e for p in todo for r in p.relations for e in (r["a"], r["b"])})
         self._run(tx, "write_mentions", [m for p in todo for m in p.mentions])
         term_rows: dict[str, dict] = {}
         for p in todo:
@@ -931,7 +949,9 @@ class Ingestor:
         self._run(tx, "merge_terms", list(term_rows.values()))
         self._run(tx, "write_term_links", [t for p in todo for t in p.term_links])
         self._run(tx, "add_cooccurrence", adds.cooc_rows())
-        self._run(tx, "add_keywords", adds.keyword_rows(), batch_size=200)
+        keyword_rows = adds.keyword_rows()
+        self._run(tx, "add_keywords", keyword_rows, batch_size=200)
+        self._check_present(tx, "missing_keywords", [r["id"] for r in keyword_rows])
         self._run(tx, "link_keywords", [k for p in todo for k in p.keyword_links])
         self._run(tx, "write_units", [u for p in todo for u in p.units])
         self._run(tx, "link_unit_entities", [u for p in todo for u in p.unit_links])
@@ -942,6 +962,18 @@ class Ingestor:
         self._refresh(tx, touched)
         self._run(tx, "set_documents", doc_rows)
         return {p.doc.id for p in todo}
+
+    def _lock_entities(self, tx: ManagedTransaction, ids: set[str]) -> None:
+        """Lock entities before reading what other documents left on them (see ingest.lock_entities)."""
+        if ids:
+            tx.run(query("ingest.lock_entities"), ids=sorted(ids)).consume()
+            self._check_present(tx, "missing_entities", sorted(ids))
+
+    @staticmethod
+    def _check_present(tx: ManagedTransaction, name: str, ids: list[str]) -> None:
+        """A node this transaction writes to was deleted by a concurrent one: plan the batch again."""
+        if ids and (gone := [r["id"] for r in tx.run(query(f"ingest.{name}"), ids=ids)]):
+            raise ConcurrentChange(f"{len(gone)} node(s) deleted by a concurrent transaction, e.g. {gone[0]}")
 
     def _refresh(self, tx: ManagedTransaction, touched: Touched) -> None:
         """Recompute entity and RELATED aggregates from what the graph now holds (see module doc)."""
@@ -957,6 +989,7 @@ class Ingestor:
         if refs is not None:
             touched.entities.update(refs["entities"])
             touched.related.update(tuple(r) for r in refs["related"])
+        self._lock_entities(tx, touched.entities | {e for a, _, b in touched.related for e in (a, b)})
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:

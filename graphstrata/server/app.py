@@ -16,8 +16,8 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,8 @@ class DocumentIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     title: str = Field(min_length=1, description="the document's title")
     text: str = Field(min_length=1, description="its text")
-    source: str | None = Field(None, description="its identity (default: the title); same source = same document")
+    id: str | None = Field(None, min_length=1, description="its identity; same id = same document")
+    source: str | None = Field(None, description="its identity when it has no id")
 
 
 class DocumentsIn(BaseModel):
@@ -108,7 +109,8 @@ _DOCUMENTS_SCHEMA: dict[str, Any] = {
                 "properties": {
                     "title": {"type": "string", "minLength": 1},
                     "text": {"type": "string", "minLength": 1},
-                    "source": {"type": "string", "description": "identity (default: the title)"},
+                    "id": {"type": "string", "description": "identity; same id = same document"},
+                    "source": {"type": "string", "description": "identity when there is no id (default: the title)"},
                 },
             },
         },
@@ -283,14 +285,32 @@ def safe_filename(name: str | None) -> str:
     return base
 
 
-def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
-    """Documents of uploaded files (the loaders of `graphstrata ingest`). A text file's identity is
-    ``upload:<file name>``, so uploading a file of the same name again replaces it (or is a no-op)."""
-    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError, load_file
+@contextmanager
+def upload_storage() -> Iterator[None]:
+    """An upload that cannot be stored in the temporary folder (full, read-only, missing) is a clear
+    507, not an internal error: nothing was queued or written."""
+    try:
+        yield
+    except OSError as e:
+        where = getattr(e, "filename", None) or tempfile.gettempdir()
+        raise ApiError(
+            507,
+            "storage_unavailable",
+            f"cannot store the upload in the temporary folder ({where}): {e.strerror or e}; free space there "
+            "or start the server with TMPDIR set to a writable folder. Nothing was ingested.",
+        ) from e
 
-    docs: dict[str, Any] = {}
+
+def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[Any], list[str]]:
+    """Documents of uploaded files (the loaders of `graphstrata ingest`) and the identity notes. A
+    text file's identity is ``upload:<file name>``, so uploading a file of the same name again
+    replaces it (or is a no-op); JSON/JSONL records follow the identity rules of every corpus."""
+    from graphstrata.ingest.identity import Candidate, resolve_identities
+    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError, file_candidates
+
+    candidates: list[Candidate] = []
     errors: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
+    with upload_storage(), tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
         seen: set[str] = set()
         for name, data in files:
             safe = safe_filename(name)
@@ -301,19 +321,19 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[Any]:
             path = Path(tmp) / safe
             path.write_bytes(data)
             try:
-                loaded = load_file(path, max_bytes)
+                loaded = file_candidates(path, max_bytes)
             except LoadError as e:
                 errors.append(f"{safe}: {e.reason}")
                 continue
             finally:
                 path.unlink(missing_ok=True)
-            for d in loaded:
+            for c in loaded:
                 if path.suffix.lower() in TEXT_SUFFIXES | CONVERTED_SUFFIXES:
-                    d = replace(d, source=f"upload:{safe}")
-                docs[d.source] = d
+                    c = replace(c, doc=replace(c.doc, source=f"upload:{safe}"))
+                candidates.append(c)
     if errors:
         raise ApiError(400, "bad_document", "cannot ingest " + "; ".join(errors))
-    return list(docs.values())
+    return resolve_identities(candidates)
 
 
 def check_documents(docs: list[Any], max_bytes: int) -> None:
@@ -533,17 +553,20 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Everything is validated before the job is queued: an unreadable
         file rejects the whole request (400 `bad_document`) and nothing is written. Returns the job
         (202); poll `GET /jobs/{id}` for its progress and report."""
+        from graphstrata.ingest.identity import Candidate, resolve_identities
         from graphstrata.ingest.load import SourceDocument
 
         ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype == "multipart/form-data":
-            async with request.form(max_files=1000, max_fields=100) as form:  # closing deletes spooled files
-                uploads = [f for f in [*form.getlist("files"), *form.getlist("file")] if not isinstance(f, str)]
-                if not uploads:
-                    raise ApiError(400, "bad_parameters", "no files: send them in the form field `files`")
-                files = [(f.filename or "", await f.read()) for f in uploads]
-                raw_options = form.get("options")
-                raw_augment = form.get("augment")
+            # the form spools large files to the temporary folder: a full or read-only one is a clear 507
+            with upload_storage():
+                async with request.form(max_files=1000, max_fields=100) as form:  # closing deletes spooled files
+                    uploads = [f for f in [*form.getlist("files"), *form.getlist("file")] if not isinstance(f, str)]
+                    if not uploads:
+                        raise ApiError(400, "bad_parameters", "no files: send them in the form field `files`")
+                    files = [(f.filename or "", await f.read()) for f in uploads]
+                    raw_options = form.get("options")
+                    raw_augment = form.get("augment")
             try:
                 options_dict = json.loads(raw_options) if isinstance(raw_options, str) and raw_options else {}
                 augment = json.loads(raw_augment) if isinstance(raw_augment, str) and raw_augment else False
@@ -552,7 +575,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
             if not isinstance(options_dict, dict) or not isinstance(augment, bool | list):
                 raise ApiError(400, "bad_parameters", "options must be a JSON object, augment true/false or a list")
             options = ingest_options(options_dict)
-            docs = await run_in_threadpool(load_uploads, files, options.max_document_bytes)
+            docs, notes = await run_in_threadpool(load_uploads, files, options.max_document_bytes)
         elif ctype in ("application/json", ""):
             try:
                 body = DocumentsIn.model_validate_json(await request.body())
@@ -561,7 +584,16 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
                 raise ApiError(400, "bad_parameters", msg) from e
             options = ingest_options(body.options)
             augment = body.augment
-            docs = [SourceDocument(source=d.source or d.title, title=d.title, text=d.text) for d in body.documents]
+            # the identity rules of every input (graphstrata/ingest/identity.py): two documents with one
+            # title and different texts are two documents, never one holding both versions' chunks
+            docs, notes = resolve_identities(
+                Candidate(
+                    SourceDocument(source=d.id or d.source or d.title, title=d.title, text=d.text),
+                    bool(d.id or d.source),
+                    f"documents[{i}]",
+                )
+                for i, d in enumerate(body.documents)
+            )
             check_documents(docs, options.max_document_bytes)
         else:
             raise ApiError(415, "unsupported_media", "send application/json or multipart/form-data")
@@ -571,7 +603,7 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         job = state.jobs.submit(
             "ingest",
             {"documents": len(docs), "titles": [d.title for d in docs[:20]], "augment": stages},
-            lambda progress: run_ingest(state, docs, options, stages, progress),
+            lambda progress: run_ingest(state, docs, options, stages, progress, notes),
         )
         if job is None:
             raise ApiError(429, "too_many_jobs", "the ingest queue is full; try again later")
@@ -713,14 +745,18 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     return app
 
 
-def run_ingest(state: ServerState, docs: list[Any], options: Any, stages: list[str], progress: Any) -> dict[str, Any]:
-    """The job: ingest, then the requested augment stages, reporting progress as it goes."""
+def run_ingest(
+    state: ServerState, docs: list[Any], options: Any, stages: list[str], progress: Any, notes: list[str] | None = None
+) -> dict[str, Any]:
+    """The job: ingest, then the requested augment stages, reporting progress as it goes. `notes`: what
+    the identity rules did to the request's documents (merged, replaced, renamed), for the report."""
     from graphstrata.cypher import query
     from graphstrata.ingest.pipeline import Ingestor
 
     gs = state.gs()
     llm = gs.llm if options.extractor in ("auto", "llm") else None
     report = Ingestor(gs.db, gs.embedder, options, False, llm=llm, on_progress=progress).ingest_documents(docs)
+    report.identity_notes = (notes or []) + report.identity_notes
     out: dict[str, Any] = {"report": report.model_dump(mode="json")}
     if stages:
         from graphstrata.augment import AugmentContext, run

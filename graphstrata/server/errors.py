@@ -20,6 +20,8 @@ unsupported_media   415     neither JSON nor multipart/form-data where one of th
 too_many_jobs       429     the ingest queue is full
 client_closed       499     the client went away before the answer (it never sees this)
 deadline_exceeded   504     a question ran past GRAPHSTRATA_REQUEST_TIMEOUT; its work was stopped
+storage_unavailable 507     the server's temporary folder (TMPDIR) is full or not writable: the upload
+                            could not be stored, nothing was queued or written
 llm_unavailable     502     the language model endpoint failed or is not configured for the request
 neo4j_unavailable   503     Neo4j does not answer (or refuses our credentials)
 schema_mismatch     500     the database was built with another embedding model

@@ -1,0 +1,121 @@
+"""Concurrent ingests that share keywords: every stored keyword vector (a sum of sentence vectors,
+kept by addition) equals the one a sequential ingest of the same documents stores.
+
+The ingests are lined up so that each has written its chunks when all of them start adding to the
+shared keywords (a barrier in the fault hook, before the first ``add_keywords`` of each thread):
+a vector read before the keyword's write lock is taken would be read by every writer at once, and
+all but one writer's addition lost.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import graphstrata.ingest.pipeline as pipeline
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.db import Database
+from graphstrata.ingest.load import SourceDocument
+from graphstrata.ingest.pipeline import IngestOptions, Ingestor
+
+try:
+    from tests.conftest import STRESS
+except ImportError:  # tests/ on sys.path instead of the repository root
+    from conftest import STRESS  # type: ignore[no-redef]
+
+OPTS = IngestOptions(extractor="spacy")
+WRITERS = 4
+ROUNDS = 5 if STRESS else 1  # stress mode: the race again and again
+# Each writer's document has nouns (entities) of its own, so no writer waits on another's entity or
+# co-occurrence locks before the barrier; all share the keywords old, wide, tall, quiet, crosses, …
+NOUNS = [
+    ("bridge", "river", "village", "market"),
+    ("tower", "harbour", "garden", "mill"),
+    ("castle", "lake", "forest", "chapel"),
+    ("meadow", "barn", "orchard", "fountain"),
+]
+SHARED = {"old", "wide", "tall", "quiet", "crosses", "watches", "sells"}
+
+
+def text_of(i: int) -> str:
+    a, b, c, d = NOUNS[i]
+    return f"The old {a} crosses the wide {b}. A tall {c} watches the quiet {d}. The old {b} sells the wide {d}."
+
+
+def keyword_vectors(db: Database) -> dict[str, tuple[int, np.ndarray]]:
+    rows = db.read("MATCH (k:Keyword) RETURN k.term AS term, k.n_sentences AS n, k.embedding AS v")
+    return {r["term"]: (r["n"], np.asarray(r["v"], dtype=float)) for r in rows}
+
+
+def line_up(parties: int) -> threading.Barrier:
+    """Install a fault hook holding each thread's first add_keywords until `parties` threads are there."""
+    barrier = threading.Barrier(parties, timeout=120)
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def hook(name: str) -> None:
+        if name != "add_keywords":
+            return
+        with lock:
+            first = threading.get_ident() not in seen
+            seen.add(threading.get_ident())
+        if first:
+            barrier.wait()
+
+    pipeline.FAULT_HOOK = hook
+    return barrier
+
+
+@pytest.fixture
+def no_hook_after():
+    yield
+    pipeline.FAULT_HOOK = None
+
+
+@pytest.mark.parametrize("round_", range(ROUNDS))
+def test_concurrent_ingests_lose_no_keyword_update(
+    graph: Database, neo4j_settings: Settings, no_hook_after, round_: int
+) -> None:
+    docs = [(f"Village report {i}", text_of(i)) for i in range(WRITERS)]
+    with GraphStrata(neo4j_settings) as gs:
+        gs.ingest_texts([("Warm-up", "A quiet lane.")], OPTS)  # schema and models loaded before the race
+        gs.delete("Warm-up")
+        errors: list[BaseException] = []
+        # an Ingestor applies the schema (an exclusive schema lock) when made: all are made first
+        ready = threading.Barrier(WRITERS, timeout=120)
+        lined_up = line_up(WRITERS)
+
+        def write(doc: tuple[str, str]) -> None:
+            try:
+                with GraphStrata(neo4j_settings, embedder=gs.embedder) as client:
+                    ingestor = Ingestor(client.db, client.embedder, OPTS)
+                    ready.wait()
+                    ingestor.ingest_documents([SourceDocument(source=doc[0], title=doc[0], text=doc[1])])
+            except BaseException as e:  # reported below, with the thread's document
+                errors.append(e)
+
+        threads = [threading.Thread(target=write, args=(d,)) for d in docs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=300)
+        assert not any(t.is_alive() for t in threads), "a writer did not finish"
+        assert not errors, errors
+        assert not lined_up.broken, "the writers never all reached add_keywords"
+        concurrent = keyword_vectors(gs.db)
+
+        pipeline.FAULT_HOOK = None
+        gs.db.auto("MATCH (n) WHERE NOT n:GraphStrata DETACH DELETE n")
+        gs.ingest_texts(docs, OPTS)  # the same documents, one transaction after the other
+        sequential = keyword_vectors(gs.db)
+
+    assert set(concurrent) == set(sequential)
+    assert {t for t, (n, _) in sequential.items() if n >= WRITERS} >= SHARED  # every writer adds to these
+    for term, (n, want) in sequential.items():
+        got_n, got = concurrent[term]
+        assert got_n == n, term
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        assert err < 1e-5, f"keyword {term!r}: stored vector is off by {err:.2g} (relative): a lost update"
