@@ -95,6 +95,20 @@ OPTIONAL MATCH (e:Entity {id: id})
 WITH id, e WHERE e IS NULL
 RETURN id;
 
+// name: lock_terms
+// The same lock for E2GraphRAG's terms (their HAS_TERM links and the "no chunk has it any more"
+// deletion), in id order.
+UNWIND $ids AS id
+MATCH (t:Term {id: id})
+SET t._lock = true
+REMOVE t._lock;
+
+// name: missing_terms
+UNWIND $ids AS id
+OPTIONAL MATCH (t:Term {id: id})
+WITH id, t WHERE t IS NULL
+RETURN id;
+
 // name: write_mentions
 // The knowledge graph's chunk->entity provenance: MENTIONS with the number of occurrences. Each edge also
 // records what this chunk says of the entity: the surface `name`, the spaCy pass's NER `label`
@@ -282,6 +296,7 @@ SET e.name = coalesce(head(names), e.name),
 MATCH (d:Document {id: $id})
 RETURN
   COLLECT { MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity) RETURN DISTINCT e.id AS id } AS entities,
+  COLLECT { MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_TERM]->(t:Term) RETURN DISTINCT t.id AS id } AS terms,
   COLLECT {
     MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_RELATION]->(x:Relation),
           (a:Entity)-[:SUBJECT_OF]->(x)-[:OBJECT]->(b:Entity)

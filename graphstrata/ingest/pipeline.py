@@ -947,6 +947,7 @@ class Ingestor:
         for p in todo:
             term_rows.update(p.terms)
         self._run(tx, "merge_terms", list(term_rows.values()))
+        self._lock(tx, "terms", set(term_rows))
         self._run(tx, "write_term_links", [t for p in todo for t in p.term_links])
         self._run(tx, "add_cooccurrence", adds.cooc_rows())
         keyword_rows = adds.keyword_rows()
@@ -965,9 +966,13 @@ class Ingestor:
 
     def _lock_entities(self, tx: ManagedTransaction, ids: set[str]) -> None:
         """Lock entities before reading what other documents left on them (see ingest.lock_entities)."""
+        self._lock(tx, "entities", ids)
+
+    def _lock(self, tx: ManagedTransaction, what: str, ids: set[str]) -> None:
+        """Lock ``entities`` or ``terms`` (ids) in id order, and re-plan if one was deleted meanwhile."""
         if ids:
-            tx.run(query("ingest.lock_entities"), ids=sorted(ids)).consume()
-            self._check_present(tx, "missing_entities", sorted(ids))
+            tx.run(query(f"ingest.lock_{what}"), ids=sorted(ids)).consume()
+            self._check_present(tx, f"missing_{what}", sorted(ids))
 
     @staticmethod
     def _check_present(tx: ManagedTransaction, name: str, ids: list[str]) -> None:
@@ -990,6 +995,7 @@ class Ingestor:
             touched.entities.update(refs["entities"])
             touched.related.update(tuple(r) for r in refs["related"])
         self._lock_entities(tx, touched.entities | {e for a, _, b in touched.related for e in (a, b)})
+        self._lock(tx, "terms", set(refs["terms"]) if refs is not None else set())
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:
