@@ -59,9 +59,9 @@ APOC_ARTIFACTS = [
     ("org.neo4j.procedure", "apoc-core", APOC_VERSION),
     ("org.neo4j.procedure", "apoc-common", APOC_VERSION),
 ]
-# Only what the schema readers need, and GDS: APOC's other procedures stay unloaded.
+# GDS, and of APOC only the read-only schema procedures the schema readers call: the rest stays unloaded.
 PROCEDURES_UNRESTRICTED = "gds.*,apoc.meta.*"
-PROCEDURES_ALLOWLIST = "gds.*,db.*,dbms.*,apoc.meta.*"
+PROCEDURES_ALLOWLIST = "gds.*,db.*,dbms.*,apoc.meta.*,apoc.schema.nodes,apoc.schema.relationships"
 
 JVM_FLAGS = [
     "-XX:+UseG1GC",
