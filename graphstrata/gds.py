@@ -2,6 +2,10 @@
 
 Every write that changes the graph bumps ``(:GraphStrata {id:'meta'}).updated_at``; a projection
 created before that instant is stale and is rebuilt on next use.
+
+Catalogue operations (project, drop) are READ procedures in GDS and run in read transactions: with a
+``neo4j://`` routing driver they go where retrieval's reads go, a cluster's secondaries, whose
+in-memory catalogues are each their own (README "Clusters and Aura": one analytics secondary).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class GDS:
         return bool(self.db.read(query("gds.graph_info"), name=name))
 
     def drop(self, name: str) -> None:
-        self.db.write(query("gds.graph_drop"), name=name)
+        self.db.read(query("gds.graph_drop"), name=name)
 
     def drop_all(self) -> None:
         for row in self.db.read(query("gds.graph_list_prefix"), prefix=PREFIX):
@@ -88,7 +92,7 @@ class GDS:
             if info:
                 self.drop(full)
             try:
-                row = self.db.write(statement, name=full, **params)[0]
+                row = self.db.read(statement, name=full, **params)[0]
             except ClientError as e:  # another process built it between our check and our call
                 if "already exists" not in str(e):
                     raise

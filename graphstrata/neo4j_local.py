@@ -31,6 +31,7 @@ from graphstrata.config import Settings, get_settings
 
 NEO4J_VERSION = "2026.01.4"
 GDS_VERSION = "2.26.0"
+APOC_VERSION = "5.26.19"
 BROWSER_VERSION = "5.24.0"
 JAVA_VERSIONS = (21, 25)  # Java releases that Neo4j 2026.01 supports
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
@@ -50,6 +51,17 @@ GDS_ARTIFACTS = [
     ("org.neo4j.gds", "open-model-catalog", GDS_VERSION),
     ("org.neo4j.gds", "proc-sysinfo", GDS_VERSION),
 ]
+
+# APOC core: LangChain's `Neo4jGraph`, neo4j-graphrag's `get_schema` and Neo4j's MCP server read the
+# schema through `apoc.meta.*`. Maven Central has APOC core only up to the 5.26 line (the calendar
+# releases are published elsewhere); its meta procedures run on 2026.01 (tests/test_ecosystem.py).
+APOC_ARTIFACTS = [
+    ("org.neo4j.procedure", "apoc-core", APOC_VERSION),
+    ("org.neo4j.procedure", "apoc-common", APOC_VERSION),
+]
+# GDS, and of APOC only the read-only schema procedures the schema readers call: the rest stays unloaded.
+PROCEDURES_UNRESTRICTED = "gds.*,apoc.meta.*"
+PROCEDURES_ALLOWLIST = "gds.*,db.*,dbms.*,apoc.meta.*,apoc.schema.nodes,apoc.schema.relationships"
 
 JVM_FLAGS = [
     "-XX:+UseG1GC",
@@ -254,12 +266,18 @@ def _sha256(path: Path) -> str:
 
 
 def ensure_distribution(settings: Settings | None = None, log=print) -> Distribution:
-    """Fetch (once) and verify the pinned Neo4j + GDS + Browser jars."""
+    """Fetch (once) and verify the pinned Neo4j + GDS + APOC + Browser jars."""
     settings = settings or get_settings()
-    dist = Distribution(settings.cache_dir / "neo4j" / f"neo4j-{NEO4J_VERSION}-gds-{GDS_VERSION}")
+    # Every pinned version is in the folder name: a new pin lays out a new folder, and servers still
+    # running from an older one keep their jars.
+    name = f"neo4j-{NEO4J_VERSION}-gds-{GDS_VERSION}-apoc-{APOC_VERSION}"
+    dist = Distribution(settings.cache_dir / "neo4j" / name)
     if dist.manifest.exists():
         return dist
-    log(f"Fetching Neo4j {NEO4J_VERSION} + GDS {GDS_VERSION} + Browser {BROWSER_VERSION} from Maven Central…")
+    log(
+        f"Fetching Neo4j {NEO4J_VERSION} + GDS {GDS_VERSION} + APOC {APOC_VERSION} + Browser {BROWSER_VERSION} "
+        "from Maven Central…"
+    )
     try:
         dist.root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix="dist-", dir=dist.root.parent))
@@ -271,11 +289,12 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
     try:
         server = _resolve(SERVER_ARTIFACTS, staging / "mvn-server")
         gds = _resolve(GDS_ARTIFACTS, staging / "mvn-gds")
+        apoc = _resolve(APOC_ARTIFACTS, staging / "mvn-apoc")
         # GDS's extension (its injectable components) is found by ServiceLoader on the JVM class
         # path, its procedures by the plugin directory scan; so the GDS jars go on both, and the
         # plugin class loader, which asks the server's loader first, resolves every class once.
         # A jar the server already has must not come twice (two versions of one class).
-        plugin_jars = {k: p for k, p in gds.items() if k not in server}
+        plugin_jars = {k: p for k, p in (apoc | gds).items() if k not in server}  # GDS keeps its own versions
         digests: dict[str, str] = {}
         for folder, jars in (("lib", server), ("plugins", plugin_jars)):
             (staging / folder).mkdir()
@@ -283,11 +302,12 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
                 rel = f"{folder}/{key.replace(':', '.')}-{src.name}"
                 shutil.copy2(src, staging / rel)
                 digests[rel] = _sha256(staging / rel)
-        shutil.rmtree(staging / "mvn-server")
-        shutil.rmtree(staging / "mvn-gds")
+        for workdir in ("mvn-server", "mvn-gds", "mvn-apoc"):
+            shutil.rmtree(staging / workdir)
         manifest = {
             "neo4j": NEO4J_VERSION,
             "gds": GDS_VERSION,
+            "apoc": APOC_VERSION,
             "browser": BROWSER_VERSION,
             "sha256": digests,
         }
@@ -424,8 +444,8 @@ class Instance:
             "server.directories.run": str(self.root / "run"),
             "server.directories.import": str(self.root / "import"),
             "dbms.security.auth_enabled": "true",
-            "dbms.security.procedures.unrestricted": "gds.*",
-            "dbms.security.procedures.allowlist": "gds.*,db.*,dbms.*",
+            "dbms.security.procedures.unrestricted": PROCEDURES_UNRESTRICTED,
+            "dbms.security.procedures.allowlist": PROCEDURES_ALLOWLIST,
             "dbms.usage_report.enabled": "false",
             "server.memory.heap.initial_size": self.heap,
             "server.memory.heap.max_size": self.heap,
