@@ -321,8 +321,9 @@ def test_no_entities_is_global_dense_retrieval_over_the_collapsed_tree(corpus: G
         best, score = nearest(corpus, question, 6)
         got = [i.node_id for i in r.items]
         assert 4 <= len(got) <= 6  # the top 6, less the nodes whose text a returned item already holds
-        for item in r.items:  # the index's scores are the brute-force cosines, best first
-            assert item.score == pytest.approx(score[item.node_id], abs=2e-3)
+        for item in r.items:  # the index's scores are the brute-force cosines, best first (an item that
+            # holds a better-ranked node's text takes that node's place and score)
+            assert any(item.score == pytest.approx(score[x], abs=2e-3) for x in [item.node_id, *best])
         assert [i.score for i in r.items] == sorted((i.score for i in r.items), reverse=True)
         # the collapsed tree is the two vector indexes' top 6 merged (HNSW is approximate, and this
         # corpus is full of near-duplicates, so the brute-force top 6 is compared up to that)

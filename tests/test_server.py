@@ -543,7 +543,7 @@ def test_same_title_documents_in_one_request_stay_two_whole_documents(server: Se
     assert retrieved("herring boats Bergen") == {revised}  # the replaced version's chunk is gone
     assert retrieved("copper mines Falun") == {first}
 
-    r = server.http.delete("/documents/DupTitle")  # by title: both
+    r = server.http.delete("/documents/DupTitle", params={"all": "true"})  # by title: both (confirmed)
     assert r.status_code == 200 and len(r.json()["deleted"]) == 2
     assert stored() == {}
 

@@ -129,11 +129,26 @@ MERGE (t:Term {id: r.id})
 ON CREATE SET t.name = r.name, t.normalized = r.normalized, t.type = r.type;
 
 // name: write_term_links
-// The term->chunk index of E2GraphRAG: HAS_TERM with the number of occurrences in the chunk.
+// The term->chunk index of E2GraphRAG: HAS_TERM with the number of occurrences in the chunk, and
+// the surface name and spaCy label the chunk gives the term (refresh_terms aggregates them).
 UNWIND $rows AS r
 MATCH (c:Chunk {id: r.chunk}), (t:Term {id: r.term})
 MERGE (c)-[h:HAS_TERM]->(t)
-SET h.count = r.count;
+SET h.count = r.count, h.name = r.name, h.type = r.type;
+
+// name: refresh_terms
+// A term's name and type from its HAS_TERM records — the pair most chunks give (ties: alphabetical)
+// — so they do not depend on which document came first. (A term no chunk has any more is deleted
+// with its last document, not refreshed.)
+UNWIND $rows AS r
+MATCH (t:Term {id: r.id})
+WITH t, COLLECT {
+  MATCH (:Chunk)-[h:HAS_TERM]->(t)
+  WITH h.name AS name, h.type AS type, count(*) AS k ORDER BY k DESC, name, type
+  RETURN [name, type] LIMIT 1
+} AS best
+WHERE size(best) > 0
+SET t.name = best[0][0], t.type = best[0][1];
 
 // name: add_cooccurrence
 // Sentence-level co-occurrence of terms, one edge per unordered pair (stored from the smaller id),

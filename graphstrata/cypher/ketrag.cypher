@@ -14,8 +14,11 @@ MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
 WHERE s.id IN $seeds
 WITH r, count(DISTINCT s) AS seeds
 RETURN r.id AS id,
-       '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
-       CASE WHEN r.description IS NOT NULL AND r.extractor <> 'spacy' THEN ': ' + r.description ELSE '' END AS text,
+       CASE WHEN r.subject IS NULL OR r.predicate IS NULL OR r.object IS NULL THEN r.text
+            ELSE '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
+                 CASE WHEN r.description IS NOT NULL AND coalesce(r.extractor, '') <> 'spacy'
+                      THEN ': ' + r.description ELSE '' END
+       END AS text,
        seeds,
        CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
 ORDER BY seeds DESC, score DESC

@@ -366,10 +366,12 @@ class Touched:
 
     entities: set[str] = field(default_factory=set)
     related: set[tuple[str, str, str]] = field(default_factory=set)  # (subject id, predicate, object id)
+    terms: set[str] = field(default_factory=set)
 
     def update(self, other: Touched) -> None:
         self.entities |= other.entities
         self.related |= other.related
+        self.terms |= other.terms
 
 
 class Stages:
@@ -763,7 +765,9 @@ class Ingestor:
                     for key, n in a.mentions.items():
                         tid = term_id(key)
                         name, label = a.names[key]
-                        link = terms[s["chunk"]].setdefault(tid, {"chunk": s["chunk"], "term": tid, "count": 0})
+                        link = terms[s["chunk"]].setdefault(
+                            tid, {"chunk": s["chunk"], "term": tid, "count": 0, "name": name, "type": label}
+                        )
                         link["count"] += n
                         count, _ = seen[s["chunk"]].get(key, (0, label))
                         seen[s["chunk"]][key] = (count + n, label)
@@ -959,6 +963,7 @@ class Ingestor:
         self._run(tx, "write_relations", [r for p in todo for r in p.relations])
         for p in todo:
             touched.entities.update(m["entity"] for m in p.mentions)
+            touched.terms.update(t["term"] for t in p.term_links)
             touched.related.update((r["a"], r["predicate"], r["b"]) for r in p.relations)
         self._refresh(tx, touched)
         self._run(tx, "set_documents", doc_rows)
@@ -986,6 +991,7 @@ class Ingestor:
         related = [{"a": a, "p": pred, "b": b} for a, pred, b in sorted(touched.related)]
         self._run(tx, "refresh_related", related, max_descriptions=limit)
         self._run(tx, "refresh_entities", [{"id": e} for e in sorted(touched.entities)], max_descriptions=limit)
+        self._run(tx, "refresh_terms", [{"id": t} for t in sorted(touched.terms)])
 
     def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution) -> Touched:
         """Delete a document's nodes and subtract its counts; returns the aggregates to refresh."""
@@ -995,7 +1001,9 @@ class Ingestor:
             touched.entities.update(refs["entities"])
             touched.related.update(tuple(r) for r in refs["related"])
         self._lock_entities(tx, touched.entities | {e for a, _, b in touched.related for e in (a, b)})
-        self._lock(tx, "terms", set(refs["terms"]) if refs is not None else set())
+        if refs is not None:
+            touched.terms.update(refs["terms"])
+        self._lock(tx, "terms", touched.terms)
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:

@@ -691,12 +691,21 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
         """The configured model writes Cypher from the documented data model; it is run read-only
         (`EXPLAIN` + a READ transaction). `{question, cypher, explanation, keys, rows}`; 403
         `write_refused` for a query that writes, 400 `bad_cypher` for invalid Cypher (the query is in
-        the message), 502 `llm_unavailable` with no model configured."""
+        the message), 400 `llm_unavailable` with no model configured (a request this server cannot
+        serve as configured; 502 is kept for a model endpoint that fails)."""
         from graphstrata import text2cypher
         from graphstrata.cypher.queries import WriteRefused
 
         if not q.question.strip():
             raise ApiError(400, "empty_question", "the question is empty")
+        if not settings.llm_enabled:
+            raise ApiError(
+                400,
+                "llm_unavailable",
+                "text-to-Cypher needs a language model and none is configured (OPENAI_BASE_URL/OPENAI_API_KEY and "
+                "GRAPHSTRATA_CHAT_MODEL); write the query yourself: `graphstrata cypher --query '…'` or a library "
+                "query",
+            )
         gs = state.gs()
         draft = text2cypher.draft(gs.db, gs.llm, q.question)
         try:

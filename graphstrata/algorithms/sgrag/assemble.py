@@ -31,6 +31,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 
+from graphstrata import limits
 from graphstrata.algorithms.sgrag.decompose import QueryPath
 from graphstrata.algorithms.sgrag.query_graph import DataGraph, DataPath, Edge, QueryGraph
 
@@ -162,6 +163,7 @@ def assemble(
         pos, table = buckets[depth]
         pool = candidates[i] if pos is None else table.get(binding[plan[i].nodes[pos]], ())
         for dp in pool:
+            limits.check()  # a request's deadline: the search over combinations can be long
             added = _extend(binding, used, plan[i], dp, injective)
             if added is None:
                 continue
@@ -190,6 +192,7 @@ def assemble_cartesian(
         return []
     results: dict[tuple, SubgraphMatch] = {}
     for combo in product(*candidates):
+        limits.check()
         query_node_map: dict[NodeId, NodeId] = {}
         conflict = False
         for qpath, dpath in zip(plan, combo, strict=True):

@@ -206,6 +206,7 @@ def _match(
         completed = query.with_labels(completion)
         cand_lists = []
         for k, (qpath, qhops) in enumerate(zip(paths, hops, strict=True)):
+            limits.check()
             key = (k, _neighbourhood_key(completed, qpath))
             if key not in cache:
                 labels = tuple(completed.labels[q] for q in qpath.nodes)

@@ -30,6 +30,8 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graphstrata import limits
+
 __all__ = [
     "UNKNOWN_TOKENS",
     "DataGraph",
@@ -298,5 +300,6 @@ def enumerate_paths(graph: DataGraph, length: int) -> list[DataPath]:
             nodes.pop()
 
     for start in graph.nodes:
+        limits.check()  # a request's deadline: around a hub this enumerates many paths
         out.extend(extend([start], []))
     return out
