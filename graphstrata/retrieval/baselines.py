@@ -51,17 +51,19 @@ def lucene_terms(text: str) -> str:
 
 
 def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
+    # a chunk a concurrent replace/delete is taking apart can surface without its text: skip it
     return [
         ContextItem(
             node_id=r["id"],
             label="Chunk",
-            text=f"{r['title']}\n{r['text']}",
+            text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
             score=float(r["score"]),
             why=why,
             chunk_ids=[r["id"]],
-            doc_titles=[r["title"]],
+            doc_titles=[r["title"]] if r["title"] else [],
         )
         for r in rows
+        if r["text"] is not None
     ]
 
 

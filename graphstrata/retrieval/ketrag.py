@@ -157,7 +157,7 @@ def _subchunk_item(s: dict, why: str) -> ContextItem:
         score=float(s["score"]),
         why=why,
         chunk_ids=[s["chunk"]],
-        doc_titles=[s["title"]],
+        doc_titles=[s["title"]] if s["title"] else [],
         tokens=count_tokens(text),
     )
 

@@ -59,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from graphstrata import limits
 from graphstrata.algorithms.sgrag.dominance import DOMINANCE_ATOL, DOMINANCE_RTOL
 from graphstrata.algorithms.sgrag.query_graph import Star
 
@@ -276,6 +277,7 @@ class StarGAT:
         """Dominance embeddings ``o(g)`` of ``stars`` (rows), computed in chunks of stars."""
         out = np.empty((len(stars), self.out_dim))
         for lo in range(0, len(stars), chunk):
+            limits.check()
             part = stars[lo : lo + chunk]
             out[lo : lo + len(part)] = self._forward(_Batch.build(part, encode))[0]
         return out
@@ -345,6 +347,7 @@ def substructure_pairs(stars: Sequence[Star], *, max_per_star: int = 256, seed: 
 
     edges: set[tuple[int, int]] = set()
     for star in dict.fromkeys(stars):
+        limits.check()
         counts = Counter(star.leaves)
         labels = sorted(counts)
         total = 1
@@ -480,6 +483,7 @@ def train_dominance(
         starts = range(0, len(pairs), batch_pairs)
         neg_batches = np.array_split(negs[rng.permutation(len(negs))], len(starts)) if len(starts) else []
         for lo, neg in zip(starts, neg_batches, strict=True):
+            limits.check()  # training on first use runs inside a request: it stops with it
             batch = pairs[order[lo : lo + batch_pairs]]
             _, grads = model._pair_loss(full, batch, margin, neg, negative_margin, negative_weight)
             step += 1
