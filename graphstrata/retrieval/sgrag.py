@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from graphstrata import limits
 from graphstrata.algorithms.sgrag import (
     DataGraph,
     DominanceConfig,
@@ -267,8 +268,11 @@ def train_dominance_model(
     return embedder, info
 
 
-def dominance_model(db: Database, cache_dir: Path | None = None) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
-    """``M`` for the graph as it is now: from this process's cache, else the cache file, else trained."""
+def dominance_model(
+    db: Database, cache_dir: Path | None = None, *, train: bool = True
+) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
+    """``M`` for the graph as it is now: from this process's cache, else the cache file, else trained
+    (unless ``train`` is false: then None, and the exact check alone decides, with the same results)."""
     key = (db.uri, db.database)
     state = graph_state(db)
     with _MODEL_LOCK:
@@ -286,6 +290,8 @@ def dominance_model(db: Database, cache_dir: Path | None = None) -> tuple[Domina
             except (OSError, ValueError, KeyError, TypeError):  # unreadable, another version, damaged: train anew
                 embedder = None
         if embedder is None:
+            if not train:
+                return None, {"graph_state": state, "source": "not trained yet"}
             embedder, info = train_dominance_model(db, cache_dir=cache_dir)
         _MODELS[key] = (state, embedder, info)
         return embedder, info
@@ -333,7 +339,9 @@ class SGRAGRetriever(Retriever):
         embedder = None
         if p.dominance and qg.edges:
             with t.stage("dominance_model"):
-                embedder, model_info = dominance_model(self.db, self.settings.cache_dir)
+                # a request under a deadline (the HTTP server) never trains M: training takes seconds
+                # to minutes on a large graph and would outlive the request; the filter is then skipped
+                embedder, model_info = dominance_model(self.db, self.settings.cache_dir, train=limits.current() is None)
             notes["dominance"] = {"used": embedder is not None, "model": model_info}
         with t.stage("match"):
             if qg.edges:
