@@ -44,6 +44,7 @@ from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from graphstrata import limits
 from graphstrata.algorithms.sgrag.query_graph import Hop, QueryGraph
 
 __all__ = [
@@ -205,6 +206,7 @@ def _exact(query: QueryGraph, cands: list[QueryPath]) -> list[QueryPath]:
             chosen.pop()
 
     for k in range(math.ceil(n_edges / max_len), n_edges + 1):
+        limits.check()
         dfs(0, [], k)
         if best:
             return best[0][1]
@@ -215,7 +217,10 @@ def _greedy(query: QueryGraph, cands: list[QueryPath]) -> list[QueryPath]:
     n_edges = len(query.edges)
     start = max(query.nodes, key=lambda n: (query.degree(n), -query.index[n]))
     initial = [p for p in cands if start in p.nodes]
-    weights = {p: path_weight(query, p) for p in cands}
+    weights = {}
+    for p in cands:
+        limits.check()  # a request's deadline: a long question's query graph has many candidate paths
+        weights[p] = path_weight(query, p)
     best: tuple | None = None
     best_plan: list[QueryPath] = []
     for first in initial:
@@ -223,6 +228,7 @@ def _greedy(query: QueryGraph, cands: list[QueryPath]) -> list[QueryPath]:
         covered = set(first.edges)
         touched = set(first.nodes)
         while len(covered) < n_edges:
+            limits.check()
             options = [p for p in cands if not covered.issuperset(p.edges)]
             connected = [p for p in options if touched.intersection(p.nodes)]
             pool = connected or options  # a disconnected query continues in another component
