@@ -150,12 +150,8 @@ def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **pa
         t = time.perf_counter()
         res = gs.retrieve(q["question"], method, **params)
         ms = (time.perf_counter() - t) * 1000
-        seen: dict[str, None] = {}
-        for item in res.items:  # what the user gets: the packed context, in order
-            for c in item.chunk_ids:
-                if c in passage:
-                    seen.setdefault(passage[c], None)
-        ranked = list(seen)
+        # what the user gets: the passages of the packed context, in order (RetrievalResult.chunk_ids)
+        ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
         text = " ".join(i.text for i in res.items).lower()
         gold = q["gold"]
         rows.append(
