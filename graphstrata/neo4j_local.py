@@ -478,7 +478,11 @@ class Instance:
             if not self.password_file.exists():
                 raise LauncherError(f"{self.root} has a database but no password file; cannot log in")
             return
+        # The admin tool's parser reads an argument starting with "-" as an option (1 password in 64
+        # from token_urlsafe), so the password always starts with a letter or digit.
         password = secrets.token_urlsafe(18)
+        while not password[0].isalnum():
+            password = secrets.token_urlsafe(18)
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write(password + "\n")

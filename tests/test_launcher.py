@@ -202,3 +202,20 @@ def test_browser_is_told_the_instances_own_ports(tmp_path: Path, neo4j_settings:
     conf = (inst.conf_dir / "neo4j.conf").read_text().splitlines()
     assert "server.bolt.advertised_address=127.0.0.1:17909" in conf
     assert "server.http.advertised_address=127.0.0.1:17910" in conf
+
+
+def test_a_password_that_would_start_with_a_dash_is_drawn_again(
+    local: Instance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphstrata import neo4j_local
+
+    draws = iter(["-looks-like-an-option", "_also-not-first", "Plain-password_1"])
+    monkeypatch.setattr(neo4j_local.secrets, "token_urlsafe", lambda n: next(draws))
+    inst = Instance("pytest-dash", tmp_path / "dash", 17905, 17906, "512m", "64m")
+    for d in (inst.root, inst.data, inst.logs):
+        d.mkdir(parents=True, exist_ok=True)
+    dist = neo4j_local.ensure_distribution(log=lambda *_: None)
+    inst.write_conf(dist)
+    inst._ensure_password(neo4j_local.find_java()[0], dist)  # the real admin tool, which failed on "-..."
+    assert inst.password() == "Plain-password_1"
+    assert (inst.data / "dbms" / "auth.ini").exists()
