@@ -186,12 +186,12 @@ class GraphStrata:
             from graphstrata.llm import LLMClient
 
             llm = LLMClient.from_settings(self.settings)
-        from graphstrata.retrieval.noderag import warm
+        from graphstrata.retrieval.base import warm
 
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
         reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))
-        warm(self.db, self.settings.gds_concurrency)  # the first noderag question finds its projection built
+        warm(self.db, self.settings.gds_concurrency)  # the first PPR question finds its projection built
         return reports
 
     # --- questions ----------------------------------------------------------------------------

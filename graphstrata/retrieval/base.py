@@ -223,3 +223,12 @@ def _load_methods() -> None:
     for mod in pkgutil.iter_modules(package.__path__):
         if mod.name not in ("base",):
             importlib.import_module(f"{package.__name__}.{mod.name}")
+
+
+def warm(db: Database, concurrency: int = 2) -> None:
+    """Build the projections the PPR methods walk (NodeRAG's heterograph, HippoRAG's passage graph)
+    now — after augment, at server start — so that the first question does not."""
+    from graphstrata.retrieval import hipporag, noderag
+
+    noderag.warm(db, concurrency)
+    hipporag.warm(db, concurrency)

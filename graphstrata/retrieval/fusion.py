@@ -77,6 +77,7 @@ KNOWN_METHODS = (
     "vector",
     "fulltext",
     "noderag",
+    "hipporag",
     "ketrag",
     "ketrag-skeleton",
     "ketrag-keyword",

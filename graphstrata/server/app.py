@@ -166,13 +166,13 @@ class ServerState:
             threading.Thread(target=self._warm, args=(gs,), name="warm-noderag", daemon=True).start()
 
     def _warm(self, gs: Any) -> None:
-        """The NodeRAG projection, built in the background at start: the first question finds it."""
-        from graphstrata.retrieval.noderag import warm
+        """The PPR methods' projections, built in the background at start: the first question finds them."""
+        from graphstrata.retrieval.base import warm
 
         try:
             warm(gs.db, self.settings.gds_concurrency)
         except Exception as e:  # a question builds it on demand as before
-            log.warning("NodeRAG projection not prepared at start: %s", e)
+            log.warning("PPR projections not prepared at start: %s", e)
 
     def gs(self) -> Any:
         """The shared GraphStrata, connected on first use (and again after a failed attempt)."""
@@ -777,8 +777,8 @@ def run_ingest(
             reports += run(ctx, [name])
         progress("augment", len(stages), len(stages))
         gs.db.write(query("meta.touch"))
-        from graphstrata.retrieval.noderag import warm
+        from graphstrata.retrieval.base import warm
 
-        warm(gs.db, state.settings.gds_concurrency)  # the first noderag question finds its projection built
+        warm(gs.db, state.settings.gds_concurrency)  # the first PPR question finds its projection built
         out["augment"] = [r.model_dump(mode="json") for r in reports]
     return out

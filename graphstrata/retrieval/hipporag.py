@@ -1,0 +1,190 @@
+"""HippoRAG 2 retrieval (Gutiérrez et al., "From RAG to Memory", arXiv:2502.14802, §3), read for a
+graph built without an LLM as well as with one.
+
+1. Graph (§3.1): passage nodes joined to the entities (phrase nodes) they mention, relation edges
+   between entities, synonym edges from entity resolution (augment stage ``entity_synonyms``).
+2. Seed nodes (§3.2–3.3):
+   - phrase seeds: the question's entities linked to the KG (retrieval/linking.py), weighted by
+     link score x node specificity 1/|P_i| (|P_i|: passages mentioning the entity);
+   - the paper's query-to-triple step picks the facts nearest the question and seeds their
+     entities. Here the passage nearest the question stands in for those facts (with an LLM the
+     paper also filters them; without one a passage is the densest fact we have): its entities
+     seed with weight proportional to specificity, as much mass in total as the linked entities
+     (``feedback_weight`` x theirs);
+   - passage seeds: the ``passage_k`` passages nearest the question, by min-max normalised dense
+     score x ``passage_weight`` (the paper's weight factor 0.05).
+3. Personalized PageRank (damping 0.5, the paper's) over that graph; passages ranked by their
+   probability are the context.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from neo4j.exceptions import ClientError
+from pydantic import Field
+
+from graphstrata.cypher import query
+from graphstrata.db import Database
+from graphstrata.gds import GDS, Projection
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
+from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
+from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+
+GRAPH = "hipporag_passages"
+
+
+def warm(db: Database, concurrency: int = 2) -> Projection | None:
+    """Build the passage graph projection now (after augment, at server start); None without chunks."""
+    if not db.read_one(query("augment.label_present"), label="Chunk")["present"]:
+        return None
+    return GDS(db, concurrency).project_cypher(GRAPH, query("hipporag.project_passage_graph"))
+
+
+class HippoRAGParams(RetrieverParams):
+    top_k: int = Field(10, ge=1, le=1000, description="passages to return before budget packing")
+    passage_k: int = Field(
+        200, ge=1, le=2000, description="passages nearest the question that seed the walk by their dense score"
+    )
+    passage_weight: float = Field(
+        0.05, ge=0, le=10, description="weight of the passage seeds against the entity seeds (paper: 0.05)"
+    )
+    feedback_weight: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="entities of the nearest passage: their total seed mass relative to the linked "
+        "query entities' (0: query entities only)",
+    )
+    damping: float = Field(0.5, gt=0, lt=1, description="PPR damping factor (paper: 0.5)")
+    # the paper runs PPR to convergence; at damping 0.5, 10 iterations leave under 0.1% of the mass
+    iterations: int = Field(10, ge=1, le=100, description="PPR iterations (GDS counts the start as the first)")
+    relation_edges: bool = Field(
+        False,
+        description="walk the entity-entity relation edges too (paper: yes; measured without them: "
+        "bench/results/graphs.md)",
+    )
+
+
+def seed_weights(
+    passages: list[dict],
+    linked: list[LinkedEntity],
+    feedback: list[dict],
+    passage_weight: float,
+    feedback_weight: float,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(passage id -> weight, entity id -> weight) of the PPR start vector, before GDS normalises it.
+
+    Entity seeds sum to 1: linked query entities by score x specificity, the nearest passage's
+    entities by that passage's score x specificity scaled to ``feedback_weight`` x the linked mass
+    (all of it when nothing links). Passage seeds: min-max normalised dense score x passage_weight.
+    """
+    entities: dict[str, float] = {}
+    for e in linked:
+        entities[e.id] = entities.get(e.id, 0.0) + e.score * e.specificity
+    linked_mass = sum(entities.values())
+    fb = {f["id"]: 1.0 / max(1, f["chunks"]) for f in feedback}
+    fb_mass = sum(fb.values())
+    if fb_mass > 0 and feedback_weight > 0:
+        scale = feedback_weight * (linked_mass if linked_mass > 0 else 1.0) / fb_mass
+        for i, w in fb.items():
+            entities[i] = entities.get(i, 0.0) + w * scale
+    total = sum(entities.values())
+    entities = {i: w / total for i, w in entities.items()} if total > 0 else {}
+    scores = [p["score"] for p in passages]
+    lo, hi = (min(scores), max(scores)) if scores else (0.0, 0.0)
+    chunks = {
+        p["id"]: passage_weight * ((p["score"] - lo) / (hi - lo) if hi > lo else 1.0)
+        for p in passages
+        if passage_weight > 0
+    }
+    return {i: w for i, w in chunks.items() if w > 0}, entities
+
+
+@register
+class HippoRAGRetriever(Retriever):
+    name = "hipporag"
+    summary = (
+        "HippoRAG 2: personalized PageRank over passages and entities, seeded by the question's "
+        "entities, the nearest passage's entities and dense passage scores."
+    )
+    Params = HippoRAGParams
+
+    def _link(self, question: str) -> tuple[list[str], str, list[LinkedEntity]]:
+        names, source = question_entities(question, self.settings)
+        return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS])
+
+    def _retrieve(
+        self, question: str, p: HippoRAGParams, t: Timer
+    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+        # Query entities (spaCy or the LLM) and their linking run beside the embedding and the dense
+        # search: neither needs the other, and the spaCy pass costs as much as the embedding.
+        with ThreadPoolExecutor(1) as pool:
+            linking = pool.submit(self._link, question)
+            with t.stage("embed"):
+                vector = self.embed_query(question)
+            with t.stage("seeds"):
+                row = self.db.read_one(
+                    query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector
+                )
+            with t.stage("entities"):
+                names, source, linked = linking.result()
+        passages, feedback = (row["passages"], row["feedback"]) if row else ([], [])
+        chunks, entities = seed_weights(passages, linked, feedback, p.passage_weight, p.feedback_weight)
+        notes: dict[str, Any] = {
+            "entities": names,
+            "entities_from": source,
+            "linked": [f"{e.query_name} -> {e.name} ({e.via})" for e in linked],
+            "feedback": [f["name"] for f in feedback],
+            "seeds": {"passages": len(chunks), "entities": len(entities)},
+        }
+        if not chunks and not entities:
+            return [], Subgraph(), notes
+        gds = GDS(self.db, self.settings.gds_concurrency)
+        types = ["MENTIONS", "SYNONYM", *(["RELATED"] if p.relation_edges else [])]
+        rows: list[dict] = []
+        for attempt in (1, 2):  # a concurrent request may replace a stale projection under us: retry once
+            with t.stage("project"):
+                proj = gds.project_cypher(GRAPH, query("hipporag.project_passage_graph"))
+            try:
+                with t.stage("ppr"):
+                    rows = self.db.read(
+                        query("hipporag.ppr"),
+                        graph=proj.name,
+                        chunks=[[i, w] for i, w in chunks.items()],
+                        entities=[[i, w] for i, w in entities.items()],
+                        damping=p.damping,
+                        iterations=p.iterations,
+                        concurrency=gds.concurrency,
+                        types=types,
+                        scan=max(500, 20 * p.top_k),
+                        limit=p.top_k,
+                    )
+                break
+            except ClientError:
+                if attempt == 2:
+                    raise
+        seeded = set(chunks)
+        items = [
+            ContextItem(
+                node_id=r["id"],
+                label="Chunk",
+                text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
+                score=float(r["score"]),
+                why="PPR from " + ("the question's passages and entities" if r["id"] in seeded else "the entities"),
+                chunk_ids=[r["id"]],
+                doc_titles=[r["title"]] if r["title"] else [],
+            )
+            for r in rows
+        ]
+        notes["projection_reused"] = proj.reused
+        return items, Subgraph(nodes=[i.node_id for i in items] + list(entities)), notes

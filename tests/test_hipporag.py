@@ -1,0 +1,141 @@
+"""HippoRAG 2 retrieval: its PPR against a numpy power iteration on a hand graph, its seed weights
+against the paper's formula worked by hand, and the bridge passage of a two-hop question."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import Settings
+from graphstrata.cypher import query
+from graphstrata.db import Database
+from graphstrata.gds import GDS
+from graphstrata.ingest.pipeline import IngestOptions
+from graphstrata.retrieval.hipporag import GRAPH, seed_weights
+from graphstrata.retrieval.linking import LinkedEntity
+
+# passages p*, entities e*
+EDGES = [
+    ("p0", "e0", "MENTIONS"),
+    ("p0", "e1", "MENTIONS"),
+    ("p1", "e1", "MENTIONS"),
+    ("p1", "e2", "MENTIONS"),
+    ("p2", "e3", "MENTIONS"),
+    ("p3", "e3", "MENTIONS"),
+    ("p3", "e4", "MENTIONS"),
+    ("e2", "e3", "RELATED"),
+    ("e4", "e5", "SYNONYM"),
+    ("p4", "e5", "MENTIONS"),
+]
+
+
+def _reference(nodes: list[str], edges: list[tuple[str, str, str]], seeds: dict[str, float], d: float, it: int):
+    """GDS's recurrence (pi(0) = (1-d) s, then pi = (1-d) s + d P^T pi; it counts pi(0)) on the
+    undirected graph of `edges`, by numpy."""
+    ix = {n: i for i, n in enumerate(nodes)}
+    adj = np.zeros((len(nodes), len(nodes)))
+    for a, b, _ in edges:
+        adj[ix[a], ix[b]] += 1
+        adj[ix[b], ix[a]] += 1
+    deg = adj.sum(1, keepdims=True)
+    trans = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
+    s = np.array([seeds.get(n, 0.0) for n in nodes])
+    pi = (1 - d) * s
+    for _ in range(it - 1):
+        pi = (1 - d) * s + d * trans.T @ pi
+    return {n: pi[ix[n]] for n in nodes}
+
+
+@pytest.mark.parametrize("relations", [False, True])
+def test_ppr_equals_numpy_power_iteration(empty_db: Database, relations: bool) -> None:
+    db = empty_db
+    nodes = sorted({x for e in EDGES for x in e[:2]})
+    for n in nodes:
+        label = "Chunk" if n.startswith("p") else "Entity"
+        db.write(f"CREATE (:{label} {{id: $id, text: $id, doc_title: 'T ' + $id}})", id=n)
+    for a, b, typ in EDGES:
+        db.write(f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[:{typ}]->(b)", a=a, b=b)
+    db.write(query("meta.touch"))
+    proj = GDS(db).project_cypher(GRAPH, query("hipporag.project_passage_graph"), force=True)
+    chunks, entities = {"p0": 0.05, "p2": 0.02}, {"e0": 0.7, "e4": 0.3}
+    rows = db.read(
+        query("hipporag.ppr"),
+        graph=proj.name,
+        chunks=[[i, w] for i, w in chunks.items()],
+        entities=[[i, w] for i, w in entities.items()],
+        damping=0.5,
+        iterations=6,
+        concurrency=1,
+        types=["MENTIONS", "SYNONYM", *(["RELATED"] if relations else [])],
+        scan=100,
+        limit=100,
+    )
+    walked = [e for e in EDGES if relations or e[2] != "RELATED"]
+    ref = _reference(nodes, walked, chunks | entities, 0.5, 6)
+    ours = {r["id"]: r["score"] for r in rows}
+    passages = [n for n in nodes if n.startswith("p") and ref[n] > 0]
+    assert set(ours) == set(passages)  # passages only, every one the walk reaches
+    np.testing.assert_allclose([ours[n] for n in passages], [ref[n] for n in passages], rtol=1e-6)
+    assert [r["id"] for r in rows] == sorted(passages, key=lambda n: -ref[n])
+    # p2 reaches p3 over e3 either way; p1 only over the relation e2-e3 (or from e0/p0 via e1)
+    assert ("p1" in ours) and (ours["p1"] > 0)
+
+
+def test_seed_weights_follow_the_paper_worked_by_hand() -> None:
+    linked = [
+        LinkedEntity(id="a", name="A", query_name="A", via="exact", score=1.0, chunks=4),  # specificity 1/4
+        LinkedEntity(id="b", name="B", query_name="B", via="words", score=0.5, chunks=1),  # 0.5 x 1
+    ]
+    feedback = [{"id": "c", "name": "C", "chunks": 2}, {"id": "a", "name": "A", "chunks": 4}]
+    passages = [{"id": "p", "score": 0.9}, {"id": "q", "score": 0.7}, {"id": "r", "score": 0.5}]
+    chunks, entities = seed_weights(passages, linked, feedback, passage_weight=0.05, feedback_weight=1.0)
+    # linked mass 0.25 + 0.5 = 0.75; feedback 1/2 and 1/4 scaled to 0.75 in total: c 0.5, a +0.25
+    assert entities == pytest.approx({"a": 0.5 / 1.5, "b": 0.5 / 1.5, "c": 0.5 / 1.5})
+    assert chunks == pytest.approx({"p": 0.05, "q": 0.025})  # min-max: r scores 0 and seeds nothing
+    # nothing linked: the nearest passage's entities carry all the entity mass
+    _, only_fb = seed_weights(passages, [], feedback, 0.05, 1.0)
+    assert only_fb == pytest.approx({"c": 2 / 3, "a": 1 / 3})
+    _, no_fb = seed_weights(passages, linked, feedback, 0.05, 0.0)
+    assert no_fb == pytest.approx({"a": 1 / 3, "b": 2 / 3})
+
+
+@pytest.fixture(scope="module")
+def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
+    from tests.conftest import wipe
+
+    wipe(db)
+    gs = GraphStrata(neo4j_settings, db=db)
+    gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
+    gs.augment()
+    return gs
+
+
+def _titles(gs: GraphStrata, ids: list[str]) -> list[str]:
+    rows = gs.db.read("UNWIND $ids AS id MATCH (c:Chunk {id: id}) RETURN c.doc_title AS t", ids=ids)
+    return list(dict.fromkeys(r["t"] for r in rows))
+
+
+def test_hipporag_reaches_the_second_hop(corpus: GraphStrata) -> None:
+    """The film shot in Leland is named only in Leland's passage; its own passage (the director's
+    name) shares no name with the question: the walk through the entity finds it."""
+    q = "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
+    r = corpus.retrieve(q, "hipporag", top_k=5)
+    assert r.notes["projection_reused"] is True  # augment built it
+    assert "Maximum Overdrive" in r.notes["feedback"]  # an entity of the nearest passage
+    assert {"Leland, North Carolina", "Maximum Overdrive"} <= set(_titles(corpus, r.chunk_ids()))
+    assert any("Stephen King" in i.text for i in r.items)
+    scores = [i.score for i in r.items]
+    assert scores == sorted(scores, reverse=True) and r.tokens <= r.budget
+    # dense retrieval alone ranks it lower (or not at all): no word of the question is in it
+    dense = _titles(corpus, corpus.retrieve(q, "vector", top_k=10).chunk_ids())
+    walked = _titles(corpus, r.chunk_ids())
+    film = "Maximum Overdrive"
+    assert walked.index(film) < [*dense, film].index(film), (walked, dense)
+
+
+def test_hipporag_parameters(corpus: GraphStrata) -> None:
+    r = corpus.retrieve("Who wrote The Hukilau Song?", "hipporag", top_k=3)
+    assert 0 < len(r.items) <= 3 and all(i.label == "Chunk" for i in r.items)
+    with pytest.raises(Exception, match="damping"):
+        corpus.retrieve("x", "hipporag", damping=1.5)
