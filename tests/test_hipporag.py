@@ -1,18 +1,18 @@
-"""HippoRAG 2 retrieval: its PPR against a numpy power iteration on a hand graph, its seed weights
-against the paper's formula worked by hand, and the bridge passage of a two-hop question."""
+"""HippoRAG 2 retrieval: the walk on the graph it loads against a numpy power iteration on a hand
+graph, its seed weights against the paper's formula worked by hand, and the bridge passage of a two-hop question."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from graphstrata.algorithms.ppr import personalized_pagerank
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.gds import GDS
 from graphstrata.ingest.pipeline import IngestOptions
-from graphstrata.retrieval.hipporag import GRAPH, seed_weights
+from graphstrata.retrieval.hipporag import passage_graph, seed_weights, warm
 from graphstrata.retrieval.linking import LinkedEntity
 
 # passages p*, entities e*
@@ -31,8 +31,8 @@ EDGES = [
 
 
 def _reference(nodes: list[str], edges: list[tuple[str, str, str]], seeds: dict[str, float], d: float, it: int):
-    """GDS's recurrence (pi(0) = (1-d) s, then pi = (1-d) s + d P^T pi; it counts pi(0)) on the
-    undirected graph of `edges`, by numpy."""
+    """The recurrence pi(0) = (1-d) s, then pi = (1-d) s + d P^T pi (`it` counts pi(0)) on the
+    undirected graph of `edges`, by dense numpy."""
     ix = {n: i for i, n in enumerate(nodes)}
     adj = np.zeros((len(nodes), len(nodes)))
     for a, b, _ in edges:
@@ -48,7 +48,9 @@ def _reference(nodes: list[str], edges: list[tuple[str, str, str]], seeds: dict[
 
 
 @pytest.mark.parametrize("relations", [False, True])
-def test_ppr_equals_numpy_power_iteration(empty_db: Database, relations: bool) -> None:
+def test_walk_on_the_loaded_graph_equals_numpy_power_iteration(empty_db: Database, relations: bool) -> None:
+    """The graph read from the store is the §3.1 graph (passage-entity, relation and synonym edges,
+    undirected), and the walk over it follows the recurrence, node by node."""
     db = empty_db
     nodes = sorted({x for e in EDGES for x in e[:2]})
     for n in nodes:
@@ -57,29 +59,36 @@ def test_ppr_equals_numpy_power_iteration(empty_db: Database, relations: bool) -
     for a, b, typ in EDGES:
         db.write(f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[:{typ}]->(b)", a=a, b=b)
     db.write(query("meta.touch"))
-    proj = GDS(db).project_cypher(GRAPH, query("hipporag.project_passage_graph"), force=True)
-    chunks, entities = {"p0": 0.05, "p2": 0.02}, {"e0": 0.7, "e4": 0.3}
-    rows = db.read(
-        query("hipporag.ppr"),
-        graph=proj.name,
-        chunks=[[i, w] for i, w in chunks.items()],
-        entities=[[i, w] for i, w in entities.items()],
-        damping=0.5,
-        iterations=6,
-        concurrency=1,
-        types=["MENTIONS", "SYNONYM", *(["RELATED"] if relations else [])],
-        scan=100,
-        limit=100,
-    )
+    graph = warm(db)
+    assert sorted(graph.ids) == nodes and {graph.ids[i] for i in np.flatnonzero(graph.is_chunk)} == {
+        n for n in nodes if n.startswith("p")
+    }
+    seeds = {"p0": 0.05, "p2": 0.02, "e0": 0.7, "e4": 0.3}
+    s = np.zeros(len(graph.ids))
+    for i, w in seeds.items():
+        s[graph.index[i]] = w
+    ours = personalized_pagerank(graph.walks[relations], s, 0.5, 6)
     walked = [e for e in EDGES if relations or e[2] != "RELATED"]
-    ref = _reference(nodes, walked, chunks | entities, 0.5, 6)
-    ours = {r["id"]: r["score"] for r in rows}
-    passages = [n for n in nodes if n.startswith("p") and ref[n] > 0]
-    assert set(ours) == set(passages)  # passages only, every one the walk reaches
-    np.testing.assert_allclose([ours[n] for n in passages], [ref[n] for n in passages], rtol=1e-6)
-    assert [r["id"] for r in rows] == sorted(passages, key=lambda n: -ref[n])
-    # p2 reaches p3 over e3 either way; p1 only over the relation e2-e3 (or from e0/p0 via e1)
-    assert ("p1" in ours) and (ours["p1"] > 0)
+    total = sum(seeds.values())
+    ref = _reference(nodes, walked, {k: v / total for k, v in seeds.items()}, 0.5, 6)
+    np.testing.assert_allclose([ours[graph.index[n]] for n in nodes], [ref[n] for n in nodes], atol=1e-12)
+    # the relation edge e2-e3 joins p1's side to p2's: the two walks differ there
+    p1 = graph.index["p1"]
+    assert ours[p1] != pytest.approx(personalized_pagerank(graph.walks[not relations], s, 0.5, 6)[p1])
+
+
+def test_the_graph_is_reloaded_when_the_store_changes(empty_db: Database) -> None:
+    db = empty_db
+    db.write("CREATE (:Chunk {id: 'p0', text: 'a'})-[:MENTIONS]->(:Entity {id: 'e0', name: 'A'})")
+    db.write(query("meta.touch"))
+    first = warm(db)
+    version = db.read_one(query("hipporag.version"))["version"]
+    assert passage_graph(db, version) == (first, True)  # unchanged store: the loaded graph is reused
+    db.write("MATCH (e:Entity {id: 'e0'}) CREATE (:Chunk {id: 'p1', text: 'b'})-[:MENTIONS]->(e)")
+    db.write(query("meta.touch"))
+    version = db.read_one(query("hipporag.version"))["version"]
+    second, reused = passage_graph(db, version)
+    assert not reused and "p1" in second.index and second.walks[False].nnz == 4
 
 
 def test_seed_weights_follow_the_paper_worked_by_hand() -> None:
@@ -121,7 +130,7 @@ def test_hipporag_reaches_the_second_hop(corpus: GraphStrata) -> None:
     name) shares no name with the question: the walk through the entity finds it."""
     q = "Who directed the film that was shot in or around Leland, North Carolina in 1986?"
     r = corpus.retrieve(q, "hipporag", top_k=5)
-    assert r.notes["projection_reused"] is True  # augment built it
+    assert r.notes["graph_reused"] is True  # augment loaded it
     assert "Maximum Overdrive" in r.notes["feedback"]  # an entity of the nearest passage
     assert {"Leland, North Carolina", "Maximum Overdrive"} <= set(_titles(corpus, r.chunk_ids()))
     assert any("Stephen King" in i.text for i in r.items)

@@ -1,28 +1,34 @@
 // HippoRAG 2 retrieval (graphstrata/retrieval/hipporag.py).
-
-// name: project_passage_graph
+//
 // HippoRAG 2's graph (arXiv:2502.14802 §3.1): passage nodes joined to the phrase (entity) nodes
 // they contain (MENTIONS from chunks: the KG's provenance), relation edges between entities
-// (RELATED) and synonym edges (SYNONYM, entity resolution). One undirected GDS graph whose
-// relationship types stay apart, so a query can walk without the relation edges.
+// (RELATED) and synonym edges (SYNONYM, entity resolution). The retriever keeps it in memory as a
+// sparse matrix, reloaded when the graph's `updated_at` changes, and walks it with numpy.
+
+// name: passage_graph_nodes
 CALL () {
-  MATCH (a:Chunk)-[r:MENTIONS]->(b:Entity)
-  RETURN a AS source, b AS target, 'MENTIONS' AS type
+  MATCH (c:Chunk) WHERE c.id IS NOT NULL RETURN c.id AS id, true AS chunk
   UNION ALL
-  MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity)
-  RETURN a AS source, b AS target, type(r) AS type
-  UNION ALL
-  MATCH (a) WHERE a:Chunk OR a:Entity
-  RETURN a AS source, null AS target, null AS type
+  MATCH (e:Entity) WHERE e.id IS NOT NULL RETURN e.id AS id, false AS chunk
 }
-WITH gds.graph.project($name, source, target,
-       {sourceNodeLabels: labels(source), targetNodeLabels: labels(target), relationshipType: type},
-       {undirectedRelationshipTypes: ['*']}) AS g
-RETURN g.graphName AS name, g.nodeCount AS nodes, g.relationshipCount AS rels;
+RETURN id, chunk;
+
+// name: passage_graph_edges
+CALL () {
+  MATCH (a:Chunk)-[:MENTIONS]->(b:Entity) RETURN a.id AS a, b.id AS b, 'MENTIONS' AS type
+  UNION ALL
+  MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b, type(r) AS type
+}
+RETURN a, b, type;
+
+// name: version
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN m.updated_at AS version;
 
 // name: seeds
-// The passages nearest the question (dense scores, HippoRAG 2's passage seeds) and the entities
-// of the nearest one with the number of passages that mention each (for node specificity).
+// The passages nearest the question (dense scores, HippoRAG 2's passage seeds), the entities of
+// the nearest one with the number of passages that mention each (node specificity), and the
+// graph's version (when it last changed), in one round trip.
 CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
 WITH node, score ORDER BY score DESC LIMIT $k
@@ -32,24 +38,11 @@ CALL (best) {
   WITH e WHERE e IS NOT NULL
   RETURN collect({id: e.id, name: e.name, chunks: COUNT { (e)<-[:MENTIONS]-(:Chunk) }}) AS feedback
 }
-RETURN passages, feedback;
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN passages, feedback, m.updated_at AS version;
 
-// name: ppr
-// Personalized PageRank from weighted passage and entity seeds ($chunks / $entities: [id, weight]
-// pairs, looked up by label so the id indexes are used); the passages ranked by their probability.
-CALL () {
-  UNWIND $chunks AS s MATCH (n:Chunk {id: s[0]}) RETURN collect([n, s[1]]) AS a
-}
-CALL () {
-  UNWIND $entities AS s MATCH (n:Entity {id: s[0]}) RETURN collect([n, s[1]]) AS b
-}
-CALL gds.pageRank.stream($graph, {sourceNodes: a + b, dampingFactor: $damping, maxIterations: $iterations,
-                                  tolerance: 0.0, concurrency: $concurrency, scaler: 'NONE',
-                                  relationshipTypes: $types})
-YIELD nodeId, score
-WHERE score > 0
-WITH nodeId, score ORDER BY score DESC LIMIT $scan
-WITH gds.util.asNode(nodeId) AS n, score
-WHERE n:Chunk AND n.text IS NOT NULL
-RETURN n.id AS id, coalesce(n.doc_title, '') AS title, n.text AS text, score
-ORDER BY score DESC LIMIT $limit;
+// name: passages
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id})
+WHERE c.text IS NOT NULL
+RETURN c.id AS id, coalesce(c.doc_title, '') AS title, c.text AS text;

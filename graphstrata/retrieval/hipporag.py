@@ -14,20 +14,27 @@ graph built without an LLM as well as with one.
    - passage seeds: the ``passage_k`` passages nearest the question, by min-max normalised dense
      score x ``passage_weight`` (the paper's weight factor 0.05).
 3. Personalized PageRank (damping 0.5, the paper's) over that graph; passages ranked by their
-   probability are the context.
+   probability are the context. The graph is small beside the store (passages, entities and their
+   links), so it is held in memory as a sparse matrix per database connection and reloaded when
+   the stored graph changes: the walk then costs well under a millisecond, where a GDS call costs
+   a round trip and its own set-up (algorithms/ppr.py follows GDS's recurrence exactly).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from neo4j.exceptions import ClientError
+import numpy as np
+import scipy.sparse as sp
 from pydantic import Field
 
+from graphstrata.algorithms.ppr import personalized_pagerank, transition_matrix
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.gds import GDS, Projection
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -40,14 +47,56 @@ from graphstrata.retrieval.base import (
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
 
-GRAPH = "hipporag_passages"
+
+@dataclass(frozen=True)
+class PassageGraph:
+    """The §3.1 graph as transition matrices (with and without the relation edges), node ids in
+    matrix order, which nodes are passages, and the graph version (`updated_at`) it was read at."""
+
+    ids: list[str]
+    index: dict[str, int]
+    is_chunk: np.ndarray
+    walks: dict[bool, sp.csr_matrix]
+    version: Any
+
+    @classmethod
+    def load(cls, db: Database, version: Any) -> PassageGraph:
+        nodes = db.read(query("hipporag.passage_graph_nodes"))
+        ids = [r["id"] for r in nodes]
+        index = {i: n for n, i in enumerate(ids)}
+        edges = [
+            (index[r["a"]], index[r["b"]], r["type"])
+            for r in db.read(query("hipporag.passage_graph_edges"))
+            if r["a"] in index and r["b"] in index  # a node written after the node list waits for the next load
+        ]
+        walks = {}
+        for relations in (False, True):
+            kept = np.array([(a, b) for a, b, typ in edges if relations or typ != "RELATED"], dtype=np.int64)
+            kept = kept.reshape(-1, 2)
+            walks[relations] = transition_matrix(len(ids), kept[:, 0], kept[:, 1])
+        return cls(ids, index, np.array([r["chunk"] for r in nodes], dtype=bool), walks, version)
 
 
-def warm(db: Database, concurrency: int = 2) -> Projection | None:
-    """Build the passage graph projection now (after augment, at server start); None without chunks."""
-    if not db.read_one(query("augment.label_present"), label="Chunk")["present"]:
-        return None
-    return GDS(db, concurrency).project_cypher(GRAPH, query("hipporag.project_passage_graph"))
+# One in-memory graph per database connection, replaced when the stored graph's version changes.
+_GRAPHS: weakref.WeakKeyDictionary[Database, PassageGraph] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def passage_graph(db: Database, version: Any) -> tuple[PassageGraph, bool]:
+    """The graph at `version`, and whether it was already loaded."""
+    with _LOCK:
+        have = _GRAPHS.get(db)
+        if have is not None and have.version == version:
+            return have, True
+        # read the version before the graph: a write during the load makes the next question reload
+        g = PassageGraph.load(db, version)
+        _GRAPHS[db] = g
+        return g, False
+
+
+def warm(db: Database, concurrency: int = 2) -> PassageGraph:
+    """Load the passage graph now (after augment, at server start), so that the first question does not."""
+    return passage_graph(db, db.read_one(query("hipporag.version"))["version"])[0]
 
 
 class HippoRAGParams(RetrieverParams):
@@ -67,7 +116,7 @@ class HippoRAGParams(RetrieverParams):
     )
     damping: float = Field(0.5, gt=0, lt=1, description="PPR damping factor (paper: 0.5)")
     # the paper runs PPR to convergence; at damping 0.5, 10 iterations leave under 0.1% of the mass
-    iterations: int = Field(10, ge=1, le=100, description="PPR iterations (GDS counts the start as the first)")
+    iterations: int = Field(10, ge=1, le=100, description="PPR iterations (counting the start as the first)")
     relation_edges: bool = Field(
         False,
         description="walk the entity-entity relation edges too (paper: yes; measured without them: "
@@ -82,7 +131,7 @@ def seed_weights(
     passage_weight: float,
     feedback_weight: float,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """(passage id -> weight, entity id -> weight) of the PPR start vector, before GDS normalises it.
+    """(passage id -> weight, entity id -> weight) of the PPR start vector, before it is normalised.
 
     Entity seeds sum to 1: linked query entities by score x specificity, the nearest passage's
     entities by that passage's score x specificity scaled to ``feedback_weight`` x the linked mass
@@ -138,7 +187,7 @@ class HippoRAGRetriever(Retriever):
                 )
             with t.stage("entities"):
                 names, source, linked = linking.result()
-        passages, feedback = (row["passages"], row["feedback"]) if row else ([], [])
+        passages, feedback, version = (row["passages"], row["feedback"], row["version"]) if row else ([], [], None)
         chunks, entities = seed_weights(passages, linked, feedback, p.passage_weight, p.feedback_weight)
         notes: dict[str, Any] = {
             "entities": names,
@@ -147,32 +196,22 @@ class HippoRAGRetriever(Retriever):
             "feedback": [f["name"] for f in feedback],
             "seeds": {"passages": len(chunks), "entities": len(entities)},
         }
-        if not chunks and not entities:
+        with t.stage("graph"):
+            graph, notes["graph_reused"] = passage_graph(self.db, version)
+        s = np.zeros(len(graph.ids))
+        for i, w in (chunks | entities).items():
+            if i in graph.index:  # a node newer than the loaded graph cannot seed until the next load
+                s[graph.index[i]] += w
+        if not s.any():
             return [], Subgraph(), notes
-        gds = GDS(self.db, self.settings.gds_concurrency)
-        types = ["MENTIONS", "SYNONYM", *(["RELATED"] if p.relation_edges else [])]
-        rows: list[dict] = []
-        for attempt in (1, 2):  # a concurrent request may replace a stale projection under us: retry once
-            with t.stage("project"):
-                proj = gds.project_cypher(GRAPH, query("hipporag.project_passage_graph"))
-            try:
-                with t.stage("ppr"):
-                    rows = self.db.read(
-                        query("hipporag.ppr"),
-                        graph=proj.name,
-                        chunks=[[i, w] for i, w in chunks.items()],
-                        entities=[[i, w] for i, w in entities.items()],
-                        damping=p.damping,
-                        iterations=p.iterations,
-                        concurrency=gds.concurrency,
-                        types=types,
-                        scan=max(500, 20 * p.top_k),
-                        limit=p.top_k,
-                    )
-                break
-            except ClientError:
-                if attempt == 2:
-                    raise
+        with t.stage("ppr"):
+            pi = personalized_pagerank(graph.walks[p.relation_edges], s, p.damping, p.iterations)
+            pi[~graph.is_chunk] = 0.0
+            best = np.argpartition(-pi, p.top_k - 1)[: p.top_k] if p.top_k < len(pi) else np.arange(len(pi))
+            top = [int(i) for i in best[np.argsort(-pi[best])] if pi[i] > 0]
+        with t.stage("fetch"):
+            texts = {r["id"]: r for r in self.db.read(query("hipporag.passages"), ids=[graph.ids[i] for i in top])}
+        rows = [texts[graph.ids[i]] | {"score": float(pi[i])} for i in top if graph.ids[i] in texts]
         seeded = set(chunks)
         items = [
             ContextItem(
@@ -186,5 +225,4 @@ class HippoRAGRetriever(Retriever):
             )
             for r in rows
         ]
-        notes["projection_reused"] = proj.reused
         return items, Subgraph(nodes=[i.node_id for i in items] + list(entities)), notes
