@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphstrata.algorithms.ppr import personalized_pagerank
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.ingest.pipeline import IngestOptions
-from graphstrata.retrieval.hipporag import passage_graph, seed_weights, warm
+from graphstrata.retrieval.hipporag import GRAPH, WITHOUT_RELATIONS, seed_weights, warm
 from graphstrata.retrieval.linking import LinkedEntity
+from graphstrata.walkgraph import walk_graph
 
 # passages p*, entities e*
 EDGES = [
@@ -60,21 +60,23 @@ def test_walk_on_the_loaded_graph_equals_numpy_power_iteration(empty_db: Databas
         db.write(f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[:{typ}]->(b)", a=a, b=b)
     db.write(query("meta.touch"))
     graph = warm(db)
-    assert sorted(graph.ids) == nodes and {graph.ids[i] for i in np.flatnonzero(graph.is_chunk)} == {
+    assert sorted(graph.ids) == nodes
+    assert {i for i, label in zip(graph.ids, graph.labels, strict=True) if label == "Chunk"} == {
         n for n in nodes if n.startswith("p")
     }
     seeds = {"p0": 0.05, "p2": 0.02, "e0": 0.7, "e4": 0.3}
-    s = np.zeros(len(graph.ids))
-    for i, w in seeds.items():
-        s[graph.index[i]] = w
-    ours = personalized_pagerank(graph.walks[relations], s, 0.5, 6)
+    types = {True: None, False: WITHOUT_RELATIONS}
+    ours = graph.ppr(seeds, 0.5, 6, types[relations])
     walked = [e for e in EDGES if relations or e[2] != "RELATED"]
     total = sum(seeds.values())
     ref = _reference(nodes, walked, {k: v / total for k, v in seeds.items()}, 0.5, 6)
     np.testing.assert_allclose([ours[graph.index[n]] for n in nodes], [ref[n] for n in nodes], atol=1e-12)
     # the relation edge e2-e3 joins p1's side to p2's: the two walks differ there
     p1 = graph.index["p1"]
-    assert ours[p1] != pytest.approx(personalized_pagerank(graph.walks[not relations], s, 0.5, 6)[p1])
+    assert ours[p1] != pytest.approx(graph.ppr(seeds, 0.5, 6, types[not relations])[p1])
+    # the passages, best first, as the retriever takes them
+    top = graph.top(ours, 3, ("Chunk",))
+    assert [i for i, _, _ in top] == sorted((n for n in nodes if n.startswith("p")), key=lambda n: -ref[n])[:3]
 
 
 def test_the_graph_is_reloaded_when_the_store_changes(empty_db: Database) -> None:
@@ -82,13 +84,11 @@ def test_the_graph_is_reloaded_when_the_store_changes(empty_db: Database) -> Non
     db.write("CREATE (:Chunk {id: 'p0', text: 'a'})-[:MENTIONS]->(:Entity {id: 'e0', name: 'A'})")
     db.write(query("meta.touch"))
     first = warm(db)
-    version = db.read_one(query("hipporag.version"))["version"]
-    assert passage_graph(db, version) == (first, True)  # unchanged store: the loaded graph is reused
+    assert walk_graph(db, GRAPH) == (first, True)  # unchanged store: the loaded graph is reused
     db.write("MATCH (e:Entity {id: 'e0'}) CREATE (:Chunk {id: 'p1', text: 'b'})-[:MENTIONS]->(e)")
     db.write(query("meta.touch"))
-    version = db.read_one(query("hipporag.version"))["version"]
-    second, reused = passage_graph(db, version)
-    assert not reused and "p1" in second.index and second.walks[False].nnz == 4
+    second, reused = walk_graph(db, GRAPH)
+    assert not reused and "p1" in second.index and second.transition(WITHOUT_RELATIONS).nnz == 4
 
 
 def test_seed_weights_follow_the_paper_worked_by_hand() -> None:

@@ -29,15 +29,22 @@ def transition_matrix(n: int, sources: np.ndarray, targets: np.ndarray) -> sp.cs
 
 
 def personalized_pagerank(
-    transition: sp.csr_matrix, seeds: np.ndarray, damping: float = 0.5, iterations: int = 10
+    transition: sp.csr_matrix,
+    seeds: np.ndarray,
+    damping: float = 0.5,
+    iterations: int = 10,
+    *,
+    from_seeds: bool = False,
 ) -> np.ndarray:
-    """Scores of every node (see the module docstring for the recurrence)."""
+    """Scores of every node (see the module docstring for the recurrence). ``from_seeds``: start
+    from pi(0) = s instead of (1 - d) s, as NodeRAG's shallow PPR (§2.5) writes it; the two differ
+    only while the walk is short of convergence."""
     total = float(seeds.sum())
     if total <= 0:
         return np.zeros(transition.shape[0])
     s = seeds / total
     walk = transition.T.tocsr()
-    pi = (1 - damping) * s
+    pi = s.copy() if from_seeds else (1 - damping) * s
     for _ in range(iterations - 1):
         pi = (1 - damping) * s + damping * (walk @ pi)
     return pi

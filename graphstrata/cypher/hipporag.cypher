@@ -3,15 +3,15 @@
 // HippoRAG 2's graph (arXiv:2502.14802 §3.1): passage nodes joined to the phrase (entity) nodes
 // they contain (MENTIONS from chunks: the KG's provenance), relation edges between entities
 // (RELATED) and synonym edges (SYNONYM, entity resolution). The retriever keeps it in memory as a
-// sparse matrix, reloaded when the graph's `updated_at` changes, and walks it with numpy.
+// sparse matrix (graphstrata/walkgraph.py), read again when the graph's `updated_at` moves.
 
 // name: passage_graph_nodes
 CALL () {
-  MATCH (c:Chunk) WHERE c.id IS NOT NULL RETURN c.id AS id, true AS chunk
+  MATCH (c:Chunk) WHERE c.id IS NOT NULL RETURN c.id AS id, 'Chunk' AS label
   UNION ALL
-  MATCH (e:Entity) WHERE e.id IS NOT NULL RETURN e.id AS id, false AS chunk
+  MATCH (e:Entity) WHERE e.id IS NOT NULL RETURN e.id AS id, 'Entity' AS label
 }
-RETURN id, chunk;
+RETURN id, label;
 
 // name: passage_graph_edges
 CALL () {
@@ -20,10 +20,6 @@ CALL () {
   MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b, type(r) AS type
 }
 RETURN a, b, type;
-
-// name: version
-OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
-RETURN m.updated_at AS version;
 
 // name: seeds
 // The passages nearest the question (dense scores, HippoRAG 2's passage seeds), the entities of

@@ -77,3 +77,8 @@ SET m.extraction_schema = $schema, m.extraction_schema_fingerprint = $fingerprin
 // The document title of each chunk id (evidence printed with its source).
 MATCH (c:Chunk) WHERE c.id IN $ids
 RETURN c.id AS id, c.doc_title AS title;
+
+// name: version
+// When the stored graph last changed (in-memory walk graphs are read again after it moves).
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN m.updated_at AS version;

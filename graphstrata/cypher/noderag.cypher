@@ -1,38 +1,36 @@
 // NodeRAG retrieval (graphstrata/retrieval/noderag.py).
 
-// name: project_heterograph
-// The heterograph G of NodeRAG §2 as one undirected GDS graph: T-S (HAS_UNIT), S-N (MENTIONS from
-// semantic units; chunk mentions are the KG's provenance, not a NodeRAG edge), N-R (SUBJECT_OF,
-// OBJECT), N-A (HAS_ATTRIBUTE), H-S/A (GROUPS), O-H (TITLES), the semantic (HNSW) edges, entity
-// resolution's N-N SYNONYM links, and T-R (HAS_RELATION): the paper's S-R edge (§2.2) taken to the
-// chunk the relation was read from, which is what connects relations to text when the extractor
-// writes no semantic units (bring-your-own triples) or units that are the chunk's own sentences.
-// Every node of these types is projected, isolated ones included, so any entry point can seed PPR.
-CALL () {
-  MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEMANTIC|SYNONYM|HAS_RELATION]->(b)
-  WHERE NOT (a:Chunk AND r:MENTIONS)
-  RETURN a AS source, b AS target
-  UNION
-  MATCH (a)
-  WHERE a:Entity OR a:SemanticUnit OR a:Relation OR a:Attribute OR a:HighLevel OR a:Overview OR a:Chunk
-  RETURN a AS source, null AS target
-}
-WITH gds.graph.project($name, source, target, {}, {undirectedRelationshipTypes: ['*']}) AS g
-RETURN g.graphName AS name, g.nodeCount AS nodes, g.relationshipCount AS rels;
+// name: heterograph_nodes
+// The heterograph G of NodeRAG §2, walked in memory (graphstrata/walkgraph.py): every node of its
+// types, isolated ones included, so any entry point can seed PPR.
+MATCH (a)
+WHERE a:Entity OR a:SemanticUnit OR a:Relation OR a:Attribute OR a:HighLevel OR a:Overview OR a:Chunk
+RETURN a.id AS id, labels(a)[0] AS label;
 
-// name: dual_search
-// Entry points in one round trip (§2.5 dual search), apart from the query entities (linked to N by
-// retrieval/linking.py): accurate search of the query's names on O (full-text phrase match on
-// overview titles), and similarity search as one top-k over all rich nodes S, A, H, T (the paper's
-// single HNSW; cosine scores of one embedder are comparable across the per-label indexes, so
-// merging their top-k lists is exact); and, as HippoRAG 2 matches the question against facts, the
-// $fact_k relations nearest to it as further entry points.
+// name: heterograph_edges
+// G's edges, undirected in the walk: T-S (HAS_UNIT), S-N (MENTIONS from semantic units; chunk
+// mentions are the KG's provenance, not a NodeRAG edge), N-R (SUBJECT_OF, OBJECT), N-A
+// (HAS_ATTRIBUTE), H-S/A (GROUPS), O-H (TITLES), the semantic (HNSW) edges, entity resolution's
+// N-N SYNONYM links, and T-R (HAS_RELATION): the paper's S-R edge (§2.2) taken to the chunk the
+// relation was read from, which is what connects relations to text when the extractor writes no
+// semantic units (bring-your-own triples) or units that are the chunk's own sentences.
+MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEMANTIC|SYNONYM|HAS_RELATION]->(b)
+WHERE NOT (a:Chunk AND r:MENTIONS)
+RETURN a.id AS a, b.id AS b, type(r) AS type;
+
+// name: overview_search
+// §2.5 dual search, accurate part on O (the query entities' part on N is retrieval/linking.py):
+// full-text phrase match of the query's names on overview titles.
+CALL db.index.fulltext.queryNodes('overview_title_fulltext', $terms, {limit: $k}) YIELD node, score
+WHERE node.id IS NOT NULL
+RETURN node.id AS id, labels(node)[0] AS label, 'exact' AS via, score;
+
+// name: similarity_search
+// §2.5 dual search, similarity part: one top-k over all rich nodes S, A, H, T (the paper's single
+// HNSW; cosine scores of one embedder are comparable across the per-label indexes, so merging
+// their top-k lists is exact); and, as HippoRAG 2 matches the question against facts, the $fact_k
+// relations nearest to it as further entry points.
 CALL () {
-  WITH $terms AS terms WHERE terms <> ''
-  CALL db.index.fulltext.queryNodes('overview_title_fulltext', terms, {limit: $k}) YIELD node, score
-  WHERE node.id IS NOT NULL
-  RETURN node, 'exact' AS via, score
-  UNION
   CALL () {
     UNWIND $indexes AS index
     CALL db.index.vector.queryNodes(index, $candidates, $vector) YIELD node, score
@@ -48,21 +46,6 @@ CALL () {
   RETURN node, 'fact' AS via, score
 }
 RETURN node.id AS id, labels(node)[0] AS label, via, score;
-
-// name: ppr
-// Shallow personalized PageRank from the entry points (NodeRAG §2.5, Appendix C.4); $sources are
-// [id, weight] pairs, the start vector's share of each entry point.
-UNWIND $sources AS s
-MATCH (n {id: s[0]})
-WHERE n:Entity OR n:Overview OR n:SemanticUnit OR n:Attribute OR n:HighLevel OR n:Chunk OR n:Relation
-WITH collect([n, s[1]]) AS src
-CALL gds.pageRank.stream($graph, {sourceNodes: src, dampingFactor: $damping, maxIterations: $iterations,
-                                   tolerance: 0.0, concurrency: $concurrency, scaler: 'NONE'})
-YIELD nodeId, score
-WHERE score > 0
-WITH gds.util.asNode(nodeId) AS n, score
-RETURN n.id AS id, labels(n)[0] AS label, score
-ORDER BY score DESC LIMIT $limit;
 
 // name: retrievable
 // Text and source chunks of retrievable nodes (T, S, A, H, R): a chunk is its own source; S and R
@@ -83,3 +66,12 @@ WITH n, collect(cid)[..5] AS chunks
 // lemma-level triples and the no-LLM summaries only copy or abridge the text.
 RETURN n.id AS id, labels(n)[0] AS label, coalesce(n.text, '') AS text, coalesce(n.doc_title, '') AS title, chunks,
        NOT n:Chunk AND NOT n:Relation AND n.extractor = 'llm' AS own_text;
+
+// name: feedback_entities
+// The entities of the passage of the best similarity entry point (the entry point itself when it
+// is a chunk, else the chunk it was taken from), with the passages mentioning each.
+MATCH (n {id: $id}) WHERE n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel
+OPTIONAL MATCH (c:Chunk)-[:HAS_UNIT]->(n)
+WITH coalesce(c, CASE WHEN n:Chunk THEN n END) AS passage
+MATCH (passage)-[:MENTIONS]->(e:Entity)
+RETURN e.id AS id, e.name AS name, COUNT { (e)<-[:MENTIONS]-(:Chunk) } AS chunks;

@@ -22,17 +22,11 @@ graph built without an LLM as well as with one.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-import scipy.sparse as sp
 from pydantic import Field
 
-from graphstrata.algorithms.ppr import personalized_pagerank, transition_matrix
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
@@ -46,57 +40,15 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+from graphstrata.walkgraph import WalkGraph, walk_graph
+
+GRAPH = "hipporag.passage_graph"
+WITHOUT_RELATIONS = frozenset({"MENTIONS", "SYNONYM"})
 
 
-@dataclass(frozen=True)
-class PassageGraph:
-    """The §3.1 graph as transition matrices (with and without the relation edges), node ids in
-    matrix order, which nodes are passages, and the graph version (`updated_at`) it was read at."""
-
-    ids: list[str]
-    index: dict[str, int]
-    is_chunk: np.ndarray
-    walks: dict[bool, sp.csr_matrix]
-    version: Any
-
-    @classmethod
-    def load(cls, db: Database, version: Any) -> PassageGraph:
-        nodes = db.read(query("hipporag.passage_graph_nodes"))
-        ids = [r["id"] for r in nodes]
-        index = {i: n for n, i in enumerate(ids)}
-        edges = [
-            (index[r["a"]], index[r["b"]], r["type"])
-            for r in db.read(query("hipporag.passage_graph_edges"))
-            if r["a"] in index and r["b"] in index  # a node written after the node list waits for the next load
-        ]
-        walks = {}
-        for relations in (False, True):
-            kept = np.array([(a, b) for a, b, typ in edges if relations or typ != "RELATED"], dtype=np.int64)
-            kept = kept.reshape(-1, 2)
-            walks[relations] = transition_matrix(len(ids), kept[:, 0], kept[:, 1])
-        return cls(ids, index, np.array([r["chunk"] for r in nodes], dtype=bool), walks, version)
-
-
-# One in-memory graph per database connection, replaced when the stored graph's version changes.
-_GRAPHS: weakref.WeakKeyDictionary[Database, PassageGraph] = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-
-
-def passage_graph(db: Database, version: Any) -> tuple[PassageGraph, bool]:
-    """The graph at `version`, and whether it was already loaded."""
-    with _LOCK:
-        have = _GRAPHS.get(db)
-        if have is not None and have.version == version:
-            return have, True
-        # read the version before the graph: a write during the load makes the next question reload
-        g = PassageGraph.load(db, version)
-        _GRAPHS[db] = g
-        return g, False
-
-
-def warm(db: Database, concurrency: int = 2) -> PassageGraph:
-    """Load the passage graph now (after augment, at server start), so that the first question does not."""
-    return passage_graph(db, db.read_one(query("hipporag.version"))["version"])[0]
+def warm(db: Database, concurrency: int = 2) -> WalkGraph:
+    """Read the passage graph now (after augment, at server start), so that the first question does not."""
+    return walk_graph(db, GRAPH)[0]
 
 
 class HippoRAGParams(RetrieverParams):
@@ -197,21 +149,15 @@ class HippoRAGRetriever(Retriever):
             "seeds": {"passages": len(chunks), "entities": len(entities)},
         }
         with t.stage("graph"):
-            graph, notes["graph_reused"] = passage_graph(self.db, version)
-        s = np.zeros(len(graph.ids))
-        for i, w in (chunks | entities).items():
-            if i in graph.index:  # a node newer than the loaded graph cannot seed until the next load
-                s[graph.index[i]] += w
-        if not s.any():
-            return [], Subgraph(), notes
+            graph, notes["graph_reused"] = walk_graph(self.db, GRAPH, version)
         with t.stage("ppr"):
-            pi = personalized_pagerank(graph.walks[p.relation_edges], s, p.damping, p.iterations)
-            pi[~graph.is_chunk] = 0.0
-            best = np.argpartition(-pi, p.top_k - 1)[: p.top_k] if p.top_k < len(pi) else np.arange(len(pi))
-            top = [int(i) for i in best[np.argsort(-pi[best])] if pi[i] > 0]
+            pi = graph.ppr(chunks | entities, p.damping, p.iterations, None if p.relation_edges else WITHOUT_RELATIONS)
+            top = graph.top(pi, p.top_k, ("Chunk",))
+        if not top:
+            return [], Subgraph(), notes
         with t.stage("fetch"):
-            texts = {r["id"]: r for r in self.db.read(query("hipporag.passages"), ids=[graph.ids[i] for i in top])}
-        rows = [texts[graph.ids[i]] | {"score": float(pi[i])} for i in top if graph.ids[i] in texts]
+            texts = {r["id"]: r for r in self.db.read(query("hipporag.passages"), ids=[i for i, _, _ in top])}
+        rows = [texts[i] | {"score": score} for i, _, score in top if i in texts]
         seeded = set(chunks)
         items = [
             ContextItem(

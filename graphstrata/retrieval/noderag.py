@@ -4,26 +4,22 @@ shallow personalized PageRank for cross nodes, then the filter to retrievable no
 1. Dual search: accurate search of the query's entities N^q on entity names (N) and overview
    titles (O); similarity search: the top-k of semantic units (S), attributes (A), high-level
    elements (H) and text chunks (T) together, as one HNSW over all of them would rank them.
-2. Shallow PPR from the entry points on the heterograph: alpha = 0.5, t = 2 iterations
-   (GDS dampingFactor = 1 - alpha); the top-k nodes of each type are the cross nodes.
-   GDS computes pi(k) = alpha*1_S + (1-alpha) P^T pi(k-1) from pi(0) = alpha*1_S, counting the
-   initialisation as its first iteration, so t propagation steps are maxIterations = t + 1. This is
-   the paper's recurrence times |S| (p = 1_S/|S|) except that pi(0) is alpha*p rather than p: the
-   t-hop term is weighted alpha*(1-alpha)^t instead of (1-alpha)^t (checked against numpy in
-   tests/test_noderag.py).
+2. Shallow PPR from the entry points on the heterograph, the paper's recurrence exactly:
+   pi(0) = p, pi(k) = alpha*p + (1 - alpha) P^T pi(k-1), alpha = 0.5, t = 2; the top-k nodes of each
+   type are the cross nodes. The heterograph is walked in memory (graphstrata/walkgraph.py,
+   algorithms/ppr.py with ``from_seeds``), read again when the stored graph changes.
 3. Entry points and cross nodes of the retrievable types T, S, A, H, R form the context.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.gds import GDS, Projection
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -35,6 +31,7 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+from graphstrata.walkgraph import WalkGraph, graph_version, walk_graph
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
 VECTOR_INDEXES = {
@@ -43,15 +40,12 @@ VECTOR_INDEXES = {
     "HighLevel": "high_level_embedding",
     "Chunk": "chunk_embedding",
 }
-GRAPH = "noderag_heterograph"
+GRAPH = "noderag.heterograph"
 
 
-def warm(db: Database, concurrency: int = 2) -> Projection | None:
-    """Build the heterograph projection now, so that the first question does not (after augment,
-    at server start). Kept while fresh; None for a graph without chunks (nothing to project)."""
-    if not db.read_one(query("augment.label_present"), label="Chunk")["present"]:
-        return None
-    return GDS(db, concurrency).project_cypher(GRAPH, query("noderag.project_heterograph"))
+def warm(db: Database, concurrency: int = 2) -> WalkGraph:
+    """Read the heterograph now (after augment, at server start), so that the first question does not."""
+    return walk_graph(db, GRAPH)[0]
 
 
 class NodeRAGParams(RetrieverParams):
@@ -73,6 +67,14 @@ class NodeRAGParams(RetrieverParams):
         le=100,
         description="relations nearest to the question as extra entry points (HippoRAG 2 fact matching)",
     )
+    # 1.0: hipporag's feedback_weight, not tuned for NodeRAG (0.5 measured the same on all three graphs)
+    feedback: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="entities of the best similarity entry point's passage as accurate-search hits, their total "
+        "weight relative to the linked query entities' (HippoRAG 2's fact entities; 0: off)",
+    )
     exact_share: float = Field(
         0.5, ge=0, le=1, description="`weighted`: share of the start vector on the accurate-search hits"
     )
@@ -90,6 +92,7 @@ def personalization(
     how: str,
     facts: dict[str, float] | None = None,
     exact_share: float = 0.5,
+    feedback: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Entry point -> its share of the PPR start vector (sums to 1).
 
@@ -103,6 +106,8 @@ def personalization(
     top = max(exact.values(), default=1.0)
     for i, cos in (facts or {}).items():
         exact[i] = exact.get(i, 0.0) + top * max(cos, 0.0)
+    for i, w in (feedback or {}).items():
+        exact[i] = exact.get(i, 0.0) + w
     for i in overviews:
         exact.setdefault(i, max(exact.values(), default=1.0))
     if how == "uniform":
@@ -124,54 +129,59 @@ class NodeRAGRetriever(Retriever):
     summary = "NodeRAG: dual search (exact N/O, vector S/A/H/T) + shallow personalized PageRank on the heterograph."
     Params = NodeRAGParams
 
+    def _accurate(self, question: str, k: int) -> tuple[list[str], str, list[LinkedEntity], list[dict], Any]:
+        """Query entities, their links to N, the overview titles (O) that match them, and the graph's
+        version (which heterograph to walk)."""
+        names, source = question_entities(question, self.settings)
+        names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
+        linked = link_entities(self.db, names)
+        terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
+        overviews = self.db.read(query("noderag.overview_search"), terms=terms, k=k) if names else []
+        return names, source, linked, overviews, graph_version(self.db)
+
     def _retrieve(
         self, question: str, p: NodeRAGParams, t: Timer
     ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
-        with t.stage("entities"):
-            names, source = question_entities(question, self.settings)
-        with t.stage("embed"):
-            vector = self.embed_query(question)
-        with t.stage("dual_search"):
-            names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
-            linked = link_entities(self.db, names)
-            terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
-            rows = self.db.read(
-                query("noderag.dual_search"),
-                terms=terms,
-                indexes=list(VECTOR_INDEXES.values()),
-                k=p.entry_k,
-                candidates=hnsw_candidates(p.entry_k),
-                fact_k=p.fact_k,
-                fact_candidates=hnsw_candidates(p.fact_k),
-                vector=vector,
-            )
+        # The accurate search (query entities from spaCy or the LLM, linked to N, matched on O) runs
+        # beside the similarity search (embedding, vector indexes): neither needs the other.
+        with ThreadPoolExecutor(1) as pool:
+            accurate = pool.submit(self._accurate, question, p.entry_k)
+            with t.stage("embed"):
+                vector = self.embed_query(question)
+            with t.stage("similarity_search"):
+                rows = self.db.read(
+                    query("noderag.similarity_search"),
+                    indexes=list(VECTOR_INDEXES.values()),
+                    k=p.entry_k,
+                    candidates=hnsw_candidates(p.entry_k),
+                    fact_k=p.fact_k,
+                    fact_candidates=hnsw_candidates(p.fact_k),
+                    vector=vector,
+                )
+            with t.stage("accurate_search"):
+                names, source, linked, exact_rows, version = accurate.result()
+        rows += exact_rows
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
         facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}
-        seeds = personalization(similar, linked, overviews, p.personalization, facts, p.exact_share)
+        fb: dict[str, float] = {}
+        if p.feedback > 0 and similar:
+            with t.stage("feedback"):
+                rows = self.db.read(query("noderag.feedback_entities"), id=next(iter(similar)))
+                fb = {r["id"]: 1.0 / max(1, r["chunks"]) for r in rows}
+            if fb:  # as much weight in all as the linked query entities (all of the exact side without them)
+                linked_mass = sum(e.score * e.specificity for e in linked) or 1.0
+                scale = p.feedback * linked_mass / sum(fb.values())
+                fb = {i: w * scale for i, w in fb.items()}
+        seeds = personalization(similar, linked, overviews, p.personalization, facts, p.exact_share, fb)
         entry = list(seeds)
         if not entry:
             return [], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0}
-        gds = GDS(self.db, self.settings.gds_concurrency)
-        ranked: list[dict] = []
-        for attempt in (1, 2):  # a concurrent request may replace a stale projection under us: retry once
-            with t.stage("project"):
-                proj = gds.project_cypher(GRAPH, query("noderag.project_heterograph"))
-            try:
-                with t.stage("ppr"):
-                    ranked = self.db.read(
-                        query("noderag.ppr"),
-                        graph=proj.name,
-                        sources=[[i, w] for i, w in seeds.items()],
-                        damping=1 - p.alpha,
-                        iterations=p.iterations + 1,
-                        concurrency=gds.concurrency,
-                        limit=max(200, 20 * p.cross_k),
-                    )
-                break
-            except ClientError:
-                if attempt == 2:
-                    raise
+        with t.stage("graph"):
+            graph, reused = walk_graph(self.db, GRAPH, version)
+        with t.stage("ppr"):
+            pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, from_seeds=True)
+            ranked = [{"id": i, "label": label, "score": s} for i, label, s in graph.top(pi, max(200, 20 * p.cross_k))]
         score = {r["id"]: r["score"] for r in ranked}
         # cross nodes: the top cross_k of each retrievable type by PPR score
         per_type: dict[str, list[str]] = {}
@@ -190,7 +200,7 @@ class NodeRAGRetriever(Retriever):
             "entry_points": len(entry),
             "similar": list(similar),
             "overviews": len(overviews),
-            "projection_reused": proj.reused,
+            "graph_reused": reused,
         }
         return items[: p.top_k], Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
 

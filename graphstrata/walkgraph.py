@@ -1,0 +1,121 @@
+"""The one in-memory graph helper for query-time random walks (NodeRAG's and HippoRAG's personalized
+PageRank): a named subgraph read from the store once, held as sparse matrices per database
+connection, and read again when the stored graph changes.
+
+Why not a GDS projection at query time: GDS runs these walks well, but each call costs a round trip
+and several milliseconds of set-up, more than the walk itself on a graph of this size (passages,
+entities and their links). Augment-time algorithms (k-core, Leiden, KNN, betweenness …) stay in GDS.
+
+Freshness follows the GDS helper's rule: every write that changes the graph bumps
+``(:GraphStrata {id:'meta'}).updated_at``; a graph read at another version is read again.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from graphstrata.algorithms.ppr import personalized_pagerank, transition_matrix
+from graphstrata.cypher import query
+from graphstrata.db import Database
+
+
+@dataclass(frozen=True)
+class WalkGraph:
+    """Nodes (ids, labels) in matrix order, typed undirected edges, and the version it was read at."""
+
+    ids: list[str]
+    labels: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    types: np.ndarray
+    version: Any
+    index: dict[str, int]
+    _walks: dict[frozenset[str] | None, sp.csr_matrix] = field(default_factory=dict, repr=False)
+
+    def transition(self, types: frozenset[str] | None = None) -> sp.csr_matrix:
+        """The walk's transition matrix over the edges of `types` (None: all of them), built once."""
+        if types not in self._walks:
+            keep = np.ones(len(self.src), dtype=bool) if types is None else np.isin(self.types, list(types))
+            self._walks[types] = transition_matrix(len(self.ids), self.src[keep], self.dst[keep])
+        return self._walks[types]
+
+    def seed_vector(self, weights: dict[str, float]) -> np.ndarray:
+        """The start vector of `weights` by node id; an id newer than this graph seeds nothing."""
+        s = np.zeros(len(self.ids))
+        for i, w in weights.items():
+            n = self.index.get(i)
+            if n is not None:
+                s[n] += w
+        return s
+
+    def ppr(
+        self,
+        weights: dict[str, float],
+        damping: float,
+        iterations: int,
+        types: frozenset[str] | None = None,
+        *,
+        from_seeds: bool = False,
+    ) -> np.ndarray:
+        """Personalized PageRank from `weights` (node id -> seed weight) over the edges of `types`."""
+        v = self.seed_vector(weights)
+        return personalized_pagerank(self.transition(types), v, damping, iterations, from_seeds=from_seeds)
+
+    def top(self, scores: np.ndarray, k: int, labels: tuple[str, ...] | None = None) -> list[tuple[str, str, float]]:
+        """The k best-scoring nodes (of `labels`, if given) with a score above 0: (id, label, score)."""
+        scores = scores.copy()
+        if labels is not None:
+            scores[~np.isin(self.labels, labels)] = 0.0
+        k = min(k, len(scores))
+        if k <= 0:
+            return []
+        best = np.argpartition(-scores, k - 1)[:k]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [(self.ids[i], str(self.labels[i]), float(scores[i])) for i in best if scores[i] > 0]
+
+
+def graph_version(db: Database) -> Any:
+    return db.read_one(query("meta.version"))["version"]
+
+
+# (database connection, graph name) -> its graph; one lock per name so concurrent questions wait for one read
+_GRAPHS: weakref.WeakKeyDictionary[Database, dict[str, WalkGraph]] = weakref.WeakKeyDictionary()
+_LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph, bool]:
+    """The graph `name` (named queries ``<name>_nodes`` → id, label and ``<name>_edges`` → a, b, type)
+    at the store's current `version` (read here when not given), and whether it was already loaded."""
+    if version is None:
+        version = graph_version(db)
+    with _LOCKS[name]:
+        have = _GRAPHS.get(db, {}).get(name)
+        if have is not None and have.version == version:
+            return have, True
+        # `version` was read before the graph: a write during the read makes the next question read again
+        nodes = db.read(query(f"{name}_nodes"))
+        ids = [r["id"] for r in nodes]
+        index = {i: n for n, i in enumerate(ids)}
+        edges = [
+            (index[r["a"]], index[r["b"]], r["type"])
+            for r in db.read(query(f"{name}_edges"))
+            if r["a"] in index and r["b"] in index  # a node written after the node list waits for the next read
+        ]
+        g = WalkGraph(
+            ids=ids,
+            labels=np.array([r["label"] for r in nodes], dtype=object),
+            src=np.array([e[0] for e in edges], dtype=np.int64),
+            dst=np.array([e[1] for e in edges], dtype=np.int64),
+            types=np.array([e[2] for e in edges], dtype=object),
+            version=version,
+            index=index,
+        )
+        _GRAPHS.setdefault(db, {})[name] = g
+        return g, False
