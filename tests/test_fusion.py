@@ -234,21 +234,21 @@ def test_fusion_with_only_missing_methods_is_an_error(monkeypatch: pytest.Monkey
 # auto: the canonical question shapes
 # ------------------------------------------------------------------------------------------------
 
-ALL = {"vector", "fulltext", "noderag", "ketrag", "e2graphrag", "darag", "sgrag", "fusion", "auto"}
+ALL = {"vector", "fulltext", "noderag", "hipporag", "ketrag", "e2graphrag", "darag", "sgrag", "fusion", "auto"}
 
 CANONICAL = [
     # (question, route with every method, route without sgrag, rule with every method)
-    ("Which actor starred in Heat and was born in New York?", "sgrag", "noderag", "multi-constraint"),
-    ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "noderag", None),
-    ("What is the birthplace of the director of Titanic?", "sgrag", "noderag", "multi-constraint"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "noderag", "noderag", "default"),
-    ("How are Alice Smith and Bob Jones related?", "noderag", "noderag", "default"),
+    ("Which actor starred in Heat and was born in New York?", "sgrag", "hipporag", "multi-constraint"),
+    ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "hipporag", None),
+    ("What is the birthplace of the director of Titanic?", "sgrag", "hipporag", "multi-constraint"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "hipporag", "hipporag", "default"),
+    ("How are Alice Smith and Bob Jones related?", "hipporag", "hipporag", "default"),
     ("Summarize the main themes of the documents.", "noderag", "noderag", "global"),
     ("What are the main themes?", "noderag", "noderag", "global"),
     ("Summarize.", "e2graphrag", "e2graphrag", "global"),
     ("What happened?", "e2graphrag", "e2graphrag", "global"),
-    ("What is the capital of France?", "noderag", "noderag", "default"),
-    ("Who wrote Hamlet?", "noderag", "noderag", "default"),
+    ("What is the capital of France?", "hipporag", "hipporag", "default"),
+    ("Who wrote Hamlet?", "hipporag", "hipporag", "default"),
 ]
 
 
@@ -289,14 +289,14 @@ def test_auto_retriever_records_route_and_reason(monkeypatch: pytest.MonkeyPatch
     from graphstrata.retrieval.fusion import AutoRetriever
 
     resolve_methods(None)
-    monkeypatch.setitem(METHODS, "noderag", _Fixed)  # whatever auto routes to here answers from a fixed ranking
+    monkeypatch.setitem(METHODS, "hipporag", _Fixed)  # whatever auto routes to here answers from a fixed ranking
     r = AutoRetriever(db=None, embedder=_Embedder()).retrieve("Who wrote Hamlet?", budget=100)  # type: ignore[arg-type]
     assert r.method == "auto"
-    assert r.notes["route"] == "noderag" and r.notes["rule"] == "default" and r.notes["reason"]
+    assert r.notes["route"] == "hipporag" and r.notes["rule"] == "default" and r.notes["reason"]
     assert r.notes["shape"]["named_entities"] == ["hamlet"]
     assert r.notes["routed_notes"] == {"hello": 1}
     assert [i.node_id for i in r.items] == ["c2", "c1"]
-    assert "classify" in r.timings_ms and any(k.startswith("noderag.") for k in r.timings_ms)
+    assert "classify" in r.timings_ms and any(k.startswith("hipporag.") for k in r.timings_ms)
 
 
 class _SGExact(_Fixed2):
@@ -311,27 +311,27 @@ class _SGFallback(_Fixed2):
         return items, sub, {"fallback": True, "reason": "no match"}
 
 
-@pytest.mark.parametrize(("sgrag", "route_to"), [(_SGExact, "sgrag"), (_SGFallback, "noderag")])
+@pytest.mark.parametrize(("sgrag", "route_to"), [(_SGExact, "sgrag"), (_SGFallback, "hipporag")])
 def test_auto_keeps_sgrag_only_for_exact_matches(monkeypatch: pytest.MonkeyPatch, sgrag, route_to: str) -> None:
     from graphstrata.retrieval.fusion import AutoRetriever
 
     resolve_methods(None)
     monkeypatch.setitem(METHODS, "sgrag", sgrag)
-    monkeypatch.setitem(METHODS, "noderag", _Fixed)
+    monkeypatch.setitem(METHODS, "hipporag", _Fixed)
     r = AutoRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
         "Which actor starred in Heat and was born in New York?", budget=100, try_sgrag=True
     )
     assert r.notes["route"] == route_to
-    expected = {"sgrag": ["c1", "e1"], "noderag": ["c2", "c1"]}[route_to]
+    expected = {"sgrag": ["c1", "e1"], "hipporag": ["c2", "c1"]}[route_to]
     assert [i.node_id for i in r.items] == expected
-    assert ("rerouted_from_sgrag" in r.notes) == (route_to == "noderag")
-    assert r.chunk_ids() == {"sgrag": ["c1"], "noderag": ["c2", "c1"]}[route_to]  # the packed context's order
+    assert ("rerouted_from_sgrag" in r.notes) == (route_to == "hipporag")
+    assert r.chunk_ids() == {"sgrag": ["c1"], "hipporag": ["c2", "c1"]}[route_to]  # the packed context's order
     assert any(k.startswith("sgrag.") for k in r.timings_ms)  # sgrag ran either way
-    # by default auto does not try sgrag: the question goes straight to noderag
+    # by default auto does not try sgrag: the question goes straight to hipporag
     plain = AutoRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
         "Which actor starred in Heat and was born in New York?", budget=100
     )
-    assert plain.notes["route"] == "noderag" and not any(k.startswith("sgrag.") for k in plain.timings_ms)
+    assert plain.notes["route"] == "hipporag" and not any(k.startswith("sgrag.") for k in plain.timings_ms)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -374,6 +374,6 @@ def test_fusion_and_auto_on_a_real_graph(graph, monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.delitem(METHODS, "sgrag", raising=False)
     auto = gs.retrieve("Which actor starred in Heat and was born in New York?", "auto")
-    assert auto.notes["route"] == "noderag" and "passed_over" not in auto.notes  # auto does not try sgrag
+    assert auto.notes["route"] == "hipporag" and "passed_over" not in auto.notes  # auto does not try sgrag
     default = gs.retrieve("Summarize the main themes.", "fusion", budget=3000)
     assert "vector" in default.notes["methods"] and default.items

@@ -470,7 +470,7 @@ def test_retrieve_and_ask_over_the_ingest(server: Server, ingested: dict) -> Non
     )
     assert r.status_code == 200, r.text
     auto = r.json()
-    assert auto["notes"]["route"] == "noderag" and auto["notes"]["reason"]
+    assert auto["notes"]["route"] == "hipporag" and auto["notes"]["reason"]
 
     r = server.http.post(
         "/ask", json={"question": "Which demon has no mouth?", "method": "vector", "params": {"top_k": 2}}

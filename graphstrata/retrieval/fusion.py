@@ -35,9 +35,10 @@ through to the next):
    the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
    it runs when no query entity maps) when the question has no query entity, else ``noderag``
    (its ``HighLevel`` community summaries answer corpus-level questions);
-3. otherwise → ``noderag``, or ``fusion`` where NodeRAG is not installed. This includes questions
-   about an entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100
-   (46 questions: Recall@5 0.587 against noderag 0.935).
+3. otherwise → ``hipporag`` (the best graph method on all three benchmark graphs,
+   bench/results/graphs.md), else ``noderag``, else ``fusion``. This includes questions about an
+   entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100 (46 questions:
+   Recall@5 0.587 against noderag 0.935).
 
 Query entities are those of :func:`graphstrata.ingest.analyze.query_entities`, found exactly as at
 ingest. The route, the rule and the reason are in ``notes``, with the routed method's own notes.
@@ -71,7 +72,7 @@ from graphstrata.retrieval.base import (
 
 RRF_K = 60
 #: fusion's default methods, in this order of preference (those registered here are used)
-DEFAULT_FUSION = ("vector", "fulltext", "noderag", "ketrag", "e2graphrag")
+DEFAULT_FUSION = ("vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag")
 #: every method name the design knows; a name outside it and the registry is a typo, not "not installed"
 KNOWN_METHODS = (
     "vector",
@@ -422,7 +423,7 @@ def route(shape: Shape, available: set[str] | Sequence[str], try_sgrag: bool = F
         if r:
             return r
     reason = f"a focused question ({len(shape.named)} named entity, {shape.constraints} constraint(s))"
-    r = pick("default", reason, "noderag", "fusion")
+    r = pick("default", reason, "hipporag", "noderag", "fusion")
     if r:
         return r
     return Route("vector", "fallback", "no graph method is installed", passed_over=passed)
@@ -445,7 +446,7 @@ class AutoRetriever(Retriever):
     name = "auto"
     summary = (
         "Auto: routes the question by its shape (multi-constraint → sgrag if it matches exactly, "
-        "global/summary → e2graphrag or noderag, otherwise noderag) and records why."
+        "global/summary → e2graphrag or noderag, otherwise hipporag) and records why."
     )
     Params = AutoParams
 
