@@ -28,10 +28,13 @@ from graphstrata.db import Database
 
 @dataclass(frozen=True)
 class WalkGraph:
-    """Nodes (ids, labels) in matrix order, typed undirected edges, and the version it was read at."""
+    """Nodes (ids, labels) in matrix order, typed undirected edges, and the version it was read at.
+    ``own_text``: a per-node flag the nodes query may return (NodeRAG: a model wrote the node's
+    text); False where it does not."""
 
     ids: list[str]
     labels: np.ndarray
+    own_text: np.ndarray
     src: np.ndarray
     dst: np.ndarray
     types: np.ndarray
@@ -67,6 +70,14 @@ class WalkGraph:
         """Personalized PageRank from `weights` (node id -> seed weight) over the edges of `types`."""
         v = self.seed_vector(weights)
         return personalized_pagerank(self.transition(types), v, damping, iterations, from_seeds=from_seeds)
+
+    def neighbours(self, node: str, types: frozenset[str], label: str) -> list[str]:
+        """The nodes of `label` joined to `node` by an edge of `types`."""
+        n = self.index.get(node)
+        if n is None:
+            return []
+        row = self.transition(types)[n]
+        return [self.ids[j] for j in row.indices if self.labels[j] == label]
 
     def top(self, scores: np.ndarray, k: int, labels: tuple[str, ...] | None = None) -> list[tuple[str, str, float]]:
         """The k best-scoring nodes (of `labels`, if given) with a score above 0: (id, label, score)."""
@@ -111,6 +122,7 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
         g = WalkGraph(
             ids=ids,
             labels=np.array([r["label"] for r in nodes], dtype=object),
+            own_text=np.array([bool(r.get("own_text")) for r in nodes], dtype=bool),
             src=np.array([e[0] for e in edges], dtype=np.int64),
             dst=np.array([e[1] for e in edges], dtype=np.int64),
             types=np.array([e[2] for e in edges], dtype=object),

@@ -124,3 +124,28 @@ def test_noderag_parameters_and_empty_entry(corpus: GraphStrata) -> None:
     assert len(full.items) > 2 and [i.node_id for i in capped.items] == [i.node_id for i in full.items[:2]]
     with pytest.raises(Exception, match="alpha"):
         corpus.retrieve("x", "noderag", alpha=1.5)
+
+
+def test_items_keep_model_written_units_and_fold_copies_into_their_passage(empty_db: Database) -> None:
+    """A semantic unit a model wrote stands as an item with its passage as source; a unit that is a
+    sentence of its passage (no-LLM) is read in the passage, which takes its PPR mass."""
+    from graphstrata.retrieval.noderag import NodeRAGRetriever
+
+    db = empty_db
+    db.write(
+        "CREATE (c:Chunk {id: 'c1', text: 'Leland is a town. It hosted a film.', doc_title: 'Leland'}),"
+        " (c)-[:HAS_UNIT]->(:SemanticUnit {id: 's-llm', text: 'Leland hosted a shoot.', extractor: 'llm'}),"
+        " (c)-[:HAS_UNIT]->(:SemanticUnit {id: 's-copy', text: 'Leland is a town.', extractor: 'spacy'}),"
+        " (:Chunk {id: 'c2', text: 'Another passage.', doc_title: 'Other'})"
+    )
+    db.write(query("meta.touch"))
+    graph = warm(db)
+    assert graph.own_text[graph.index["s-llm"]] and not graph.own_text[graph.index["s-copy"]]
+    retriever = NodeRAGRetriever(db, embedder=None)  # type: ignore[arg-type]
+    score = {"s-llm": 0.3, "s-copy": 0.2, "c2": 0.25}
+    items = retriever._items(graph, ["s-llm", "s-copy", "c2"], score, {"s-llm": 0.9}, {"s-copy", "c2"})
+    by_id = {i.node_id: i for i in items}
+    assert set(by_id) == {"s-llm", "c1", "c2"}
+    assert by_id["s-llm"].text == "Leland hosted a shoot." and by_id["s-llm"].chunk_ids == ["c1"]
+    assert by_id["c1"].text == "Leland\nLeland is a town. It hosted a film." and by_id["c1"].score == 0.2
+    assert [i.node_id for i in items] == ["s-llm", "c2", "c1"]  # by score

@@ -36,9 +36,3 @@ CALL (best) {
 }
 OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
 RETURN passages, feedback, m.updated_at AS version;
-
-// name: passages
-UNWIND $ids AS id
-MATCH (c:Chunk {id: id})
-WHERE c.text IS NOT NULL
-RETURN c.id AS id, coalesce(c.doc_title, '') AS title, c.text AS text;

@@ -2,10 +2,13 @@
 
 // name: heterograph_nodes
 // The heterograph G of NodeRAG §2, walked in memory (graphstrata/walkgraph.py): every node of its
-// types, isolated ones included, so any entry point can seed PPR.
+// types, isolated ones included, so any entry point can seed PPR. own_text: the node says something
+// its passages do not (a model wrote it); spaCy's sentences, lemma-level triples and the no-LLM
+// summaries only copy or abridge the text.
 MATCH (a)
 WHERE a:Entity OR a:SemanticUnit OR a:Relation OR a:Attribute OR a:HighLevel OR a:Overview OR a:Chunk
-RETURN a.id AS id, labels(a)[0] AS label;
+RETURN a.id AS id, labels(a)[0] AS label,
+       (a:SemanticUnit OR a:Attribute OR a:HighLevel) AND coalesce(a.extractor = 'llm', false) AS own_text;
 
 // name: heterograph_edges
 // G's edges, undirected in the walk: T-S (HAS_UNIT), S-N (MENTIONS from semantic units; chunk
@@ -48,13 +51,12 @@ CALL () {
 RETURN node.id AS id, labels(node)[0] AS label, via, score;
 
 // name: retrievable
-// Text and source chunks of retrievable nodes (T, S, A, H, R): a chunk is its own source; S and R
-// come from their chunk; A from the chunks of its entity's semantic units; H from its grouped S.
+// Text and source chunks of the retrievable nodes that stand as items of their own (a model wrote
+// them): S and R come from their chunk; A from the chunks of its entity's semantic units; H from
+// its grouped S. (S and R that copy their passage are read in it: retrieval.chunks_by_id.)
 UNWIND $ids AS id
-MATCH (n {id: id}) WHERE n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel OR n:Relation
+MATCH (n {id: id}) WHERE n:SemanticUnit OR n:Attribute OR n:HighLevel OR n:Relation
 CALL (n) {
-  WITH n WHERE n:Chunk RETURN n.id AS cid
-  UNION
   MATCH (c:Chunk)-[:HAS_UNIT|HAS_RELATION]->(n) RETURN c.id AS cid
   UNION
   MATCH (n)<-[:HAS_ATTRIBUTE]-(:Entity)<-[:MENTIONS]-(:SemanticUnit)<-[:HAS_UNIT]-(c:Chunk) RETURN c.id AS cid
@@ -62,10 +64,7 @@ CALL (n) {
   MATCH (n)-[:GROUPS]->()<-[:HAS_UNIT]-(c:Chunk) RETURN c.id AS cid
 }
 WITH n, collect(cid)[..5] AS chunks
-// own_text: the node says something its passages do not (a model wrote it); spaCy's sentences,
-// lemma-level triples and the no-LLM summaries only copy or abridge the text.
-RETURN n.id AS id, labels(n)[0] AS label, coalesce(n.text, '') AS text, coalesce(n.doc_title, '') AS title, chunks,
-       NOT n:Chunk AND NOT n:Relation AND n.extractor = 'llm' AS own_text;
+RETURN n.id AS id, labels(n)[0] AS label, coalesce(n.text, '') AS text, chunks;
 
 // name: feedback_entities
 // The entities of the passage of the best similarity entry point (the entry point itself when it

@@ -9,6 +9,13 @@ WHERE node.id IS NOT NULL
 WITH node, score ORDER BY score DESC LIMIT $k
 RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
 
+// name: chunks_by_id
+// The text of chunks a method ranked in memory (a chunk a concurrent delete took away is absent).
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id})
+WHERE c.text IS NOT NULL
+RETURN c.id AS id, coalesce(c.doc_title, '') AS title, c.text AS text;
+
 // name: fulltext_chunks
 // Lucene full-text over chunk text and document title (the `fulltext` baseline).
 CALL db.index.fulltext.queryNodes('chunk_text_fulltext', $terms, {limit: $k}) YIELD node, score

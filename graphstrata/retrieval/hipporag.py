@@ -156,7 +156,7 @@ class HippoRAGRetriever(Retriever):
         if not top:
             return [], Subgraph(), notes
         with t.stage("fetch"):
-            texts = {r["id"]: r for r in self.db.read(query("hipporag.passages"), ids=[i for i, _, _ in top])}
+            texts = {r["id"]: r for r in self.db.read(query("retrieval.chunks_by_id"), ids=[i for i, _, _ in top])}
         rows = [texts[i] | {"score": score} for i, _, score in top if i in texts]
         seeded = set(chunks)
         items = [

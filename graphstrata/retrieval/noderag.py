@@ -41,6 +41,8 @@ VECTOR_INDEXES = {
     "Chunk": "chunk_embedding",
 }
 GRAPH = "noderag.heterograph"
+#: the edges from a semantic unit or relation to the chunk it was read from
+PROVENANCE = frozenset({"HAS_UNIT", "HAS_RELATION"})
 
 
 def warm(db: Database, concurrency: int = 2) -> WalkGraph:
@@ -191,8 +193,7 @@ class NodeRAGRetriever(Retriever):
         cross = {i for ids in per_type.values() for i in ids}
         keep = list(dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: -score[i])))
         with t.stage("fetch"):
-            rows = {r["id"]: r for r in self.db.read(query("noderag.retrievable"), ids=keep)}
-        items = self._items(rows, score, similar, cross)
+            items = self._items(graph, keep, score, similar, cross)
         notes = {
             "entities": names,
             "entities_from": source,
@@ -204,12 +205,15 @@ class NodeRAGRetriever(Retriever):
         }
         return items[: p.top_k], Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
 
-    def _items(self, rows: dict[str, dict], score: dict[str, float], similar: dict, cross: set) -> list[ContextItem]:
+    def _items(
+        self, graph: WalkGraph, keep: list[str], score: dict[str, float], similar: dict, cross: set
+    ) -> list[ContextItem]:
         """The context, best first. A passage (T) ranks by the PPR mass of itself and of the semantic
         units and relations taken from it; those units and relations are then read in the passage
         (their text is its text, or a lemma-level triple of it) rather than as items of their own.
         Attributes and high-level elements stand alone only when a model wrote them: the no-LLM
-        substitutes copy text a passage or unit already holds."""
+        substitutes copy text a passage or unit already holds. Which is which, and each unit's
+        passage, the walked graph already knows: only texts are read."""
 
         def why(i: str) -> str:
             parts = (["entry point (similarity search)"] if i in similar else []) + (
@@ -219,36 +223,47 @@ class NodeRAGRetriever(Retriever):
 
         mass: dict[str, float] = {}
         via: dict[str, list[str]] = {}
-        items: list[ContextItem] = []
-        for i, r in rows.items():
-            s = score.get(i, 0.0)
-            if r["label"] == "Chunk" or (r["label"] in ("SemanticUnit", "Relation") and not r["own_text"]):
-                for c in r["chunks"]:
-                    mass[c] = mass.get(c, 0.0) + s / len(r["chunks"])
-                    via.setdefault(c, []).append(f"{r['label']} {why(i)}")
-            elif r["label"] in ("Attribute", "HighLevel") and not r["own_text"]:
+        own: list[str] = []
+        for i in keep:
+            n = graph.index.get(i)
+            if n is None:
                 continue
-            else:
-                items.append(
-                    ContextItem(node_id=i, label=r["label"], text=r["text"], score=s, why=why(i), chunk_ids=r["chunks"])
-                )
-        if mass:
-            texts = {r["id"]: r for r in rows.values() if r["label"] == "Chunk"}
-            missing = [c for c in mass if c not in texts]
-            if missing:
-                texts |= {r["id"]: r for r in self.db.read(query("noderag.retrievable"), ids=missing)}
-            for c, m in mass.items():
-                r = texts.get(c)
-                if r is None:
-                    continue
+            label, s = graph.labels[n], score.get(i, 0.0)
+            if graph.own_text[n]:
+                own.append(i)
+                continue
+            if label == "Chunk":
+                chunks = [i]
+            elif label in ("SemanticUnit", "Relation"):
+                chunks = graph.neighbours(i, PROVENANCE, "Chunk")[:5]
+            else:  # an Attribute or HighLevel no model wrote
+                continue
+            for c in chunks:
+                mass[c] = mass.get(c, 0.0) + s / len(chunks)
+                via.setdefault(c, []).append(f"{label} {why(i)}")
+        items: list[ContextItem] = []
+        if own:
+            for r in self.db.read(query("noderag.retrievable"), ids=own):
                 items.append(
                     ContextItem(
-                        node_id=c,
-                        label="Chunk",
-                        text=f"{r['title']}\n{r['text']}",
-                        score=m,
-                        why="; ".join(dict.fromkeys(via[c])),
-                        chunk_ids=[c],
+                        node_id=r["id"],
+                        label=r["label"],
+                        text=r["text"],
+                        score=score.get(r["id"], 0.0),
+                        why=why(r["id"]),
+                        chunk_ids=r["chunks"],
                     )
                 )
+        for r in self.db.read(query("retrieval.chunks_by_id"), ids=list(mass)):
+            c = r["id"]
+            items.append(
+                ContextItem(
+                    node_id=c,
+                    label="Chunk",
+                    text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
+                    score=mass[c],
+                    why="; ".join(dict.fromkeys(via[c])),
+                    chunk_ids=[c],
+                )
+            )
         return sorted(items, key=lambda it: -it.score)
