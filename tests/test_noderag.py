@@ -11,7 +11,7 @@ from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.ingest.pipeline import IngestOptions
-from graphstrata.retrieval.noderag import GRAPH, RETRIEVABLE, warm
+from graphstrata.retrieval.noderag import GRAPH, RETRIEVABLE, WALKED, feedback_entities, warm
 from graphstrata.walkgraph import walk_graph
 
 LABEL = {"e": "Entity", "u": "SemanticUnit", "r": "Relation", "t": "Chunk", "a": "Attribute", "h": "HighLevel"}
@@ -43,7 +43,7 @@ def test_ppr_equals_numpy_power_iteration(empty_db: Database, alpha: float, t: i
         db.write(f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[:{typ}]->(b)", a=a, b=b)
     db.write(query("meta.touch"))
     graph = warm(db)
-    pi = graph.ppr({x: 1.0 for x in sources}, 1 - alpha, t + 1, from_seeds=True)
+    pi = graph.ppr({x: 1.0 for x in sources}, 1 - alpha, t + 1, WALKED, from_seeds=True)
     ours = {i: s for i, _, s in graph.top(pi, 100)}
     # reference: the heterograph's undirected edges (the chunk->entity mention is not one), numpy iteration
     g = nx.MultiGraph()
@@ -149,3 +149,22 @@ def test_items_keep_model_written_units_and_fold_copies_into_their_passage(empty
     assert by_id["s-llm"].text == "Leland hosted a shoot." and by_id["s-llm"].chunk_ids == ["c1"]
     assert by_id["c1"].text == "Leland\nLeland is a town. It hosted a film." and by_id["c1"].score == 0.2
     assert [i.node_id for i in items] == ["s-llm", "c2", "c1"]  # by score
+
+
+def test_feedback_entities_are_those_of_the_entry_points_passage(empty_db: Database) -> None:
+    db = empty_db
+    db.write(
+        "CREATE (c1:Chunk {id: 'c1', text: 'x'}), (c2:Chunk {id: 'c2', text: 'y'}),"
+        " (c1)-[:HAS_UNIT]->(:SemanticUnit {id: 's1', text: 'x'}),"
+        " (a:Entity {id: 'a', name: 'A'}), (b:Entity {id: 'b', name: 'B'}), (z:Entity {id: 'z', name: 'Z'}),"
+        " (c1)-[:MENTIONS]->(a), (c1)-[:MENTIONS]->(b), (c2)-[:MENTIONS]->(b), (c2)-[:MENTIONS]->(z)"
+    )
+    db.write(query("meta.touch"))
+    graph = warm(db)
+    # a sentence of c1 leads to c1's entities; B is in two passages, so half as specific
+    assert feedback_entities(graph, "s1") == {"a": 1.0, "b": 0.5}
+    assert feedback_entities(graph, "c2") == {"b": 0.5, "z": 1.0}
+    assert feedback_entities(graph, "not-yet-walked") == {}
+    # chunk mentions are read, never walked: from c1 the walk reaches no entity but through s1
+    pi = graph.ppr({"c1": 1.0}, 0.5, 3, WALKED, from_seeds=True)
+    assert pi[graph.index["a"]] == 0 and pi[graph.index["s1"]] > 0

@@ -11,15 +11,15 @@ RETURN a.id AS id, labels(a)[0] AS label,
        (a:SemanticUnit OR a:Attribute OR a:HighLevel) AND coalesce(a.extractor = 'llm', false) AS own_text;
 
 // name: heterograph_edges
-// G's edges, undirected in the walk: T-S (HAS_UNIT), S-N (MENTIONS from semantic units; chunk
-// mentions are the KG's provenance, not a NodeRAG edge), N-R (SUBJECT_OF, OBJECT), N-A
+// G's edges, undirected in the walk: T-S (HAS_UNIT), S-N (MENTIONS from semantic units), N-R (SUBJECT_OF, OBJECT), N-A
 // (HAS_ATTRIBUTE), H-S/A (GROUPS), O-H (TITLES), the semantic (HNSW) edges, entity resolution's
 // N-N SYNONYM links, and T-R (HAS_RELATION): the paper's S-R edge (§2.2) taken to the chunk the
 // relation was read from, which is what connects relations to text when the extractor writes no
-// semantic units (bring-your-own triples) or units that are the chunk's own sentences.
+// semantic units (bring-your-own triples) or units that are the chunk's own sentences. Chunk
+// mentions (the KG's provenance, not a NodeRAG edge) come as CHUNK_MENTIONS, which the walk leaves
+// out and the feedback entities read.
 MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEMANTIC|SYNONYM|HAS_RELATION]->(b)
-WHERE NOT (a:Chunk AND r:MENTIONS)
-RETURN a.id AS a, b.id AS b, type(r) AS type;
+RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIONS' ELSE type(r) END AS type;
 
 // name: overview_search
 // §2.5 dual search, accurate part on O (the query entities' part on N is retrieval/linking.py):
@@ -65,12 +65,3 @@ CALL (n) {
 }
 WITH n, collect(cid)[..5] AS chunks
 RETURN n.id AS id, labels(n)[0] AS label, coalesce(n.text, '') AS text, chunks;
-
-// name: feedback_entities
-// The entities of the passage of the best similarity entry point (the entry point itself when it
-// is a chunk, else the chunk it was taken from), with the passages mentioning each.
-MATCH (n {id: $id}) WHERE n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel
-OPTIONAL MATCH (c:Chunk)-[:HAS_UNIT]->(n)
-WITH coalesce(c, CASE WHEN n:Chunk THEN n END) AS passage
-MATCH (passage)-[:MENTIONS]->(e:Entity)
-RETURN e.id AS id, e.name AS name, COUNT { (e)<-[:MENTIONS]-(:Chunk) } AS chunks;

@@ -43,6 +43,13 @@ VECTOR_INDEXES = {
 GRAPH = "noderag.heterograph"
 #: the edges from a semantic unit or relation to the chunk it was read from
 PROVENANCE = frozenset({"HAS_UNIT", "HAS_RELATION"})
+#: the KG's provenance (chunk -> entity): read for the feedback entities, not walked
+CHUNK_MENTIONS = frozenset({"CHUNK_MENTIONS"})
+#: the heterograph's edges, which PPR walks
+WALKED = frozenset(
+    {"HAS_UNIT", "MENTIONS", "SUBJECT_OF", "OBJECT", "HAS_ATTRIBUTE", "GROUPS", "TITLES", "SEMANTIC", "SYNONYM"}
+    | {"HAS_RELATION"}
+)
 
 
 def warm(db: Database, concurrency: int = 2) -> WalkGraph:
@@ -125,6 +132,20 @@ def personalization(
     return out
 
 
+def feedback_entities(graph: WalkGraph, entry: str) -> dict[str, float]:
+    """Entity -> specificity (1 / passages mentioning it) for the entities of `entry`'s passage (the
+    entry point itself when it is a chunk, else the chunk it was read from)."""
+    n = graph.index.get(entry)
+    if n is None:  # newer than the walked graph
+        return {}
+    passages = [entry] if graph.labels[n] == "Chunk" else graph.neighbours(entry, PROVENANCE, "Chunk")
+    out: dict[str, float] = {}
+    for c in passages[:1]:
+        for e in graph.neighbours(c, CHUNK_MENTIONS, "Entity"):
+            out[e] = 1.0 / max(1, len(graph.neighbours(e, CHUNK_MENTIONS, "Chunk")))
+    return out
+
+
 @register
 class NodeRAGRetriever(Retriever):
     name = "noderag"
@@ -166,11 +187,11 @@ class NodeRAGRetriever(Retriever):
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
         facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}
+        with t.stage("graph"):
+            graph, reused = walk_graph(self.db, GRAPH, version)
         fb: dict[str, float] = {}
         if p.feedback > 0 and similar:
-            with t.stage("feedback"):
-                rows = self.db.read(query("noderag.feedback_entities"), id=next(iter(similar)))
-                fb = {r["id"]: 1.0 / max(1, r["chunks"]) for r in rows}
+            fb = feedback_entities(graph, next(iter(similar)))
             if fb:  # as much weight in all as the linked query entities (all of the exact side without them)
                 linked_mass = sum(e.score * e.specificity for e in linked) or 1.0
                 scale = p.feedback * linked_mass / sum(fb.values())
@@ -179,10 +200,8 @@ class NodeRAGRetriever(Retriever):
         entry = list(seeds)
         if not entry:
             return [], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0}
-        with t.stage("graph"):
-            graph, reused = walk_graph(self.db, GRAPH, version)
         with t.stage("ppr"):
-            pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, from_seeds=True)
+            pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, WALKED, from_seeds=True)
             ranked = [{"id": i, "label": label, "score": s} for i, label, s in graph.top(pi, max(200, 20 * p.cross_k))]
         score = {r["id"]: r["score"] for r in ranked}
         # cross nodes: the top cross_k of each retrievable type by PPR score
