@@ -258,6 +258,22 @@ def test_long_sgrag_question_stops_at_the_deadline(keyless: Keyless) -> None:
     wait_until_idle(keyless)
 
 
+def test_openai_compatible_route_stops_at_the_deadline(keyless: Keyless) -> None:
+    """/v1/chat/completions is bounded like /retrieve and /ask: the same long question stops at the
+    server's deadline instead of running on."""
+    messages = [{"role": "user", "content": long_question(1_100)}]
+    start = time.monotonic()
+    r = keyless.http.post(
+        "/v1/chat/completions", json={"model": "graphstrata-sgrag", "messages": messages}, timeout=DEADLINE_S + 60
+    )
+    elapsed = time.monotonic() - start
+    assert r.status_code in (200, 504), r.text
+    if r.status_code == 504:
+        assert r.json()["error"]["code"] == "deadline_exceeded"
+    assert elapsed < DEADLINE_S + 30, elapsed
+    wait_until_idle(keyless)
+
+
 def test_client_disconnect_stops_the_work(keyless: Keyless) -> None:
     question = long_question(1_100)
     with contextlib.suppress(httpx.TimeoutException):

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -176,24 +176,31 @@ def router(state: Any) -> APIRouter:
         summary="Answer the last user message from the graph (OpenAI chat completions)",
         responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
     )
-    async def chat_completions(body: ChatCompletionIn) -> Any:
+    async def chat_completions(body: ChatCompletionIn, request: Request) -> Any:
         """The last user message is the question, earlier turns its context; the answer cites
-        `[n]` and ends with the sources. `stream: true` sends `chat.completion.chunk` events."""
+        `[n]` and ends with the sources. `stream: true` sends `chat.completion.chunk` events.
+        Retrieval (and, not streamed, the whole answer) is bounded like `/ask`: 504
+        `deadline_exceeded` after GRAPHSTRATA_REQUEST_TIMEOUT seconds, stopped when the client leaves."""
         from graphstrata.generate import AnswerStream
 
         method = method_of(body.model)
         question, history = conversation(body.messages)
         gs = await run_in_threadpool(state.gs)
-        result = await run_in_threadpool(gs.retrieve, question, method)
-        stream = AnswerStream(question, result, state.settings, client=gs.llm, history=history)
+        timeout = state.settings.request_timeout
         cid = f"chatcmpl-{uuid.uuid4().hex}"
+
+        def answer_stream() -> AnswerStream:
+            result = gs.retrieve(question, method)
+            return AnswerStream(question, result, state.settings, client=gs.llm, history=history)
+
         if body.stream:
+            stream = await state.bounded.run(request, answer_stream, timeout)
             return StreamingResponse(
                 stream_reply(stream, cid, body.model),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        text = "".join(await run_in_threadpool(lambda: list(reply_pieces(stream))))
+        text = await state.bounded.run(request, lambda: "".join(reply_pieces(answer_stream())), timeout)
         return completion(cid, body.model, text)
 
     return api
