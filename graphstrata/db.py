@@ -39,6 +39,12 @@ def is_transaction_memory_limit(error: BaseException) -> bool:
     )
 
 
+def is_bookmark_ahead(error: BaseException) -> bool:
+    """The server never reached the transaction a bookmark names (its store is older than the
+    connection's last write): ``Neo.TransientError.Transaction.BookmarkTimeout``."""
+    return isinstance(error, Neo4jError) and "BookmarkTimeout" in (error.code or "")
+
+
 def connection_params(settings: Settings) -> tuple[str, tuple[str, str]]:
     """URI and credentials: an explicit NEO4J_URI, or the local launcher's server and password file."""
     if settings.neo4j_uri:
@@ -84,6 +90,12 @@ class Database:
     def __init__(self, uri: str, auth: tuple[str, str], database: str = "neo4j") -> None:
         self.uri = uri
         self.database = database
+        # Reads see this connection's own earlier writes (causal consistency through bookmarks).
+        # When the store behind the server is replaced by an older one (a restored backup), these
+        # bookmarks point past it and every query would wait for a transaction that never comes:
+        # such a wait starts the chain again (see _query), and `bookmark_resets` says it happened.
+        self._bookmarks = GraphDatabase.bookmark_manager()
+        self.bookmark_resets: list[dict[str, Any]] = []
         # Notifications (e.g. "property key does not exist" on an empty graph) are not errors here.
         self.driver: Driver = GraphDatabase.driver(
             uri, auth=auth, max_connection_pool_size=32, notifications_min_severity="OFF"
@@ -115,17 +127,43 @@ class Database:
         self.close()
 
     # --- reads and single writes ----------------------------------------------------------
+    def _query(self, query: str, params: dict[str, Any], routing: str) -> list[dict[str, Any]]:
+        for attempt in (1, 2):
+            try:
+                records, _, _ = self.driver.execute_query(
+                    _bounded(query),
+                    params,
+                    database_=self.database,
+                    routing_=routing,
+                    bookmark_manager_=self._bookmarks,
+                )
+                return [r.data() for r in records]
+            except Neo4jError as e:
+                if attempt == 2 or not is_bookmark_ahead(e):
+                    raise
+                self._reset_bookmarks(e)
+        raise AssertionError("unreachable")
+
+    def _reset_bookmarks(self, error: Neo4jError) -> None:
+        log.warning(
+            "Neo4j has not reached this connection's last transaction (%s): the store was replaced by an "
+            "older one, e.g. a restored backup; continuing from the store as it is now",
+            error.code,
+        )
+        self._bookmarks = GraphDatabase.bookmark_manager()
+        self.bookmark_resets.append(
+            {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "error": f"{error.code}: {error.message}"}
+        )
+
     def read(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        records, _, _ = self.driver.execute_query(_bounded(query), params, database_=self.database, routing_="r")
-        return [r.data() for r in records]
+        return self._query(query, params, "r")
 
     def read_one(self, query: str, **params: Any) -> dict[str, Any] | None:
         rows = self.read(query, **params)
         return rows[0] if rows else None
 
     def write(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        records, _, _ = self.driver.execute_query(_bounded(query), params, database_=self.database)
-        return [r.data() for r in records]
+        return self._query(query, params, "w")
 
     def auto(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """An auto-commit (implicit) transaction: needed by `CALL { … } IN TRANSACTIONS`."""

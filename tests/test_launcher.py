@@ -219,3 +219,33 @@ def test_a_password_that_would_start_with_a_dash_is_drawn_again(
     inst._ensure_password(neo4j_local.find_java()[0], dist)  # the real admin tool, which failed on "-..."
     assert inst.password() == "Plain-password_1"
     assert (inst.data / "dbms" / "auth.ini").exists()
+
+
+def test_a_restored_older_store_does_not_wedge_the_connection(local: Instance, tmp_path: Path) -> None:
+    """A backup restored under a running connection: its bookmarks point past the store. The next
+    query waits once for the missing transaction, then the connection goes on from the store as it
+    is and says so (`bookmark_resets`, which /health shows)."""
+    quick_wait = {"db.transaction.bookmark_ready_timeout": "1s"}
+    inst = Instance("pytest-restore", tmp_path / "restore", 17907, 17908, "512m", "64m", quick_wait)
+    inst.start(timeout=180)
+    try:
+        db = Database(inst.bolt_uri, ("neo4j", inst.password() or ""))
+        db.write("CREATE (:Kept {i: 0})")
+        inst.stop()
+        backup = tmp_path / "backup"
+        shutil.copytree(inst.data, backup)
+        inst.start(timeout=180)
+        for i in range(1, 4):  # the connection's bookmark moves past the backup
+            db.write("CREATE (:Kept {i: $i})", i=i)
+        assert db.read("MATCH (k:Kept) RETURN count(k) AS n") == [{"n": 4}]
+        inst.stop()
+        shutil.rmtree(inst.data)
+        shutil.copytree(backup, inst.data)  # the restore
+        inst.start(timeout=180)
+        assert db.read("MATCH (k:Kept) RETURN count(k) AS n") == [{"n": 1}]
+        assert len(db.bookmark_resets) == 1 and "BookmarkTimeout" in db.bookmark_resets[0]["error"]
+        db.write("CREATE (:Kept {i: 9})")  # and writes go on too, without another reset
+        assert db.read("MATCH (k:Kept) RETURN count(k) AS n") == [{"n": 2}] and len(db.bookmark_resets) == 1
+        db.close()
+    finally:
+        inst.stop()

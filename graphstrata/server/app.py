@@ -213,6 +213,9 @@ class ServerState:
                 "reachable": True,
                 "version": info.agent.partition("/")[2] or info.agent,
                 "gds_version": GDS(gs.db).version(),
+                # the store was found older than this server's last write (a restored backup):
+                # the connection went on from the store as it is
+                "store_rewound": gs.db.bookmark_resets[-5:],
             }
         except Exception as e:
             return {"reachable": False, "error": f"{type(e).__name__}: {e}"}
