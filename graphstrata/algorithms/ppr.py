@@ -43,7 +43,7 @@ def personalized_pagerank(
     if total <= 0:
         return np.zeros(transition.shape[0])
     s = seeds / total
-    walk = transition.T.tocsr()
+    walk = transition.T  # a CSC view: no copy, and its product with a vector is as fast
     pi = s.copy() if from_seeds else (1 - damping) * s
     for _ in range(iterations - 1):
         pi = (1 - damping) * s + damping * (walk @ pi)
