@@ -140,6 +140,31 @@ def build(gs: GraphStrata, name: str) -> dict:
     return meta
 
 
+def layer_density(gs: GraphStrata) -> dict:
+    """How dense the similarity layers are: DA-RAG's chunk layer (CHUNK_RELATED, share of all chunk
+    pairs) and NodeRAG's semantic edges (SEMANTIC per embedded T/S/A/H node; the paper's Table 4 has
+    about 21.5), beside the KG's size."""
+    row = gs.db.read_one(
+        """
+        CALL () { MATCH (c:Chunk) RETURN count(c) AS chunks }
+        CALL () { MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk) RETURN count(r) AS chunk_edges }
+        CALL () { MATCH (n) WHERE (n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel) AND n.embedding IS NOT NULL
+                  RETURN count(n) AS embedded }
+        CALL () { MATCH ()-[r:SEMANTIC]->() RETURN count(r) AS semantic_edges }
+        CALL () { MATCH (e:Entity) RETURN count(e) AS entities }
+        CALL () { MATCH (:Entity)-[r:RELATED]->(:Entity) RETURN count(r) AS related }
+        RETURN chunks, chunk_edges, embedded, semantic_edges, entities, related
+        """
+    )
+    n = row["chunks"]
+    return {
+        **row,
+        "chunk_layer_density": round(2 * row["chunk_edges"] / (n * (n - 1)), 4) if n > 1 else 0.0,
+        # each stored SEMANTIC edge is one undirected pair: two endpoints
+        "semantic_edges_per_node": round(2 * row["semantic_edges"] / row["embedded"], 2) if row["embedded"] else 0.0,
+    }
+
+
 def questions_of(name: str) -> list[dict]:
     data = SHARED / GRAPHS[name]["data"]
     out = []
@@ -211,7 +236,13 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
                 print(f"[{name}] {m}", file=sys.stderr)
                 method, params = VARIANTS.get(m, (m, {}))
                 rows[m] = summarize(measure(gs, name, method, qs, **params))
-            results["graphs"][name] = {"build": meta, "questions": len(qs), "methods": rows, "machine": machine()}
+            results["graphs"][name] = {
+                "build": meta,
+                "layers": layer_density(gs),
+                "questions": len(qs),
+                "methods": rows,
+                "machine": machine(),
+            }
     if build_only:
         return results
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -231,6 +262,16 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
             "",
             f"Build: ingest {b['ingest_seconds']} s, augment {b['augment_seconds']} s.",
             "",
+            *(
+                [
+                    "Layers: {chunks} chunks, DA-RAG chunk layer {chunk_edges} edges (density {chunk_layer_density}); "
+                    "NodeRAG {semantic_edges_per_node} semantic edges per embedded node; KG {entities} entities, "
+                    "{related} RELATED edges.".format(**g["layers"]),
+                    "",
+                ]
+                if "layers" in g
+                else []
+            ),
             "| method | Recall@2 | Recall@5 | Coverage | passages | tokens | p50 ms | p95 ms |",
             "|---|---|---|---|---|---|---|---|",
         ]
