@@ -1,8 +1,8 @@
 """Cypher lives in ``*.cypher`` files next to this module, never in Python strings.
 
 A file holds named statements, each introduced by a ``// name: <name>`` line; the comment lines
-that follow the marker document it. ``query("writes.upsert_chunks")`` returns the text of the
-statement ``upsert_chunks`` of ``writes.cypher``; analysts' queries are under ``queries/``.
+that follow the marker document it. ``query("ingest.write_chunks")`` returns the text of the
+statement ``write_chunks`` of ``ingest.cypher``; analysts' queries are under ``queries/``.
 """
 
 from __future__ import annotations

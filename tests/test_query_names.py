@@ -1,0 +1,60 @@
+"""Every named Cypher statement the code asks for exists: a renamed or deleted statement fails here,
+not in the first request that reaches it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from graphstrata.cypher import query
+
+PACKAGE = Path(__file__).resolve().parents[1] / "graphstrata"
+LITERAL = re.compile(r'\bquery\(\s*"([A-Za-z0-9_/]+\.[A-Za-z0-9_]+)"\s*\)')
+# ingest's statements are run by name through helpers (ingest/pipeline.py: _run, _check_present, _lock)
+INGEST_RUN = re.compile(r'\b_(?:run|check_present)\(tx, "([a-z_]+)"')
+INGEST_LOCK = re.compile(r'\b_lock\(tx, "([a-z_]+)"')
+# names built at run time: the f-string's template -> every value it takes (read off the code)
+DYNAMIC = {
+    'f"{name}_nodes"': ["hipporag.passage_graph_nodes", "noderag.heterograph_nodes"],
+    'f"{name}_edges"': ["hipporag.passage_graph_edges", "noderag.heterograph_edges"],
+}
+
+
+# the ingest helpers' templates, whose names the scan reads off their call sites
+INGEST_TEMPLATES = {'f"ingest.{name}"', 'f"ingest.lock_{what}"'}
+
+
+def _references() -> dict[str, list[str]]:
+    refs: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            names = LITERAL.findall(line) + [f"ingest.{x}" for x in INGEST_RUN.findall(line)]
+            names += [f"ingest.{kind}_{x}" for x in INGEST_LOCK.findall(line) for kind in ("lock", "missing")]
+            for name in names:
+                refs.setdefault(name, []).append(f"{path.relative_to(PACKAGE.parent)}:{n}")
+    return refs
+
+
+REFS = _references()
+
+
+def test_the_scan_finds_the_code_s_queries() -> None:
+    assert len(REFS) > 100 and {"meta.touch", "retrieval.vector_chunks", "ingest.write_chunks"} <= set(REFS)
+    assert {"ingest.lock_entities", "ingest.missing_terms"} <= set(REFS)
+
+
+@pytest.mark.parametrize("name", sorted(REFS))
+def test_named_query_resolves(name: str) -> None:
+    assert query(name).strip(), REFS[name]
+
+
+def test_dynamic_names_resolve_and_are_all_listed() -> None:
+    templates = set()
+    for path in PACKAGE.rglob("*.py"):
+        templates |= set(re.findall(r'\bquery\((f"[^"]+")\)', path.read_text()))
+    assert templates == set(DYNAMIC) | INGEST_TEMPLATES
+    for names in DYNAMIC.values():
+        for name in names:
+            assert query(name).strip()
