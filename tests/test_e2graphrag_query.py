@@ -18,6 +18,8 @@ import pytest
 from graphstrata.ingest.analyze import _analyse, one_sentence, query_doc, query_entities
 from graphstrata.ingest.extract import get_nlp
 
+pytestmark = pytest.mark.slow  # checks the parser shortcut on every question and passage sample
+
 QUESTIONS = [
     "If Gallu is a demon Lilu is what?",
     "Are Christopher Nolan and Sathish Kalathil both film directors?",

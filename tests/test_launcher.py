@@ -221,6 +221,7 @@ def test_a_password_that_would_start_with_a_dash_is_drawn_again(
     assert (inst.data / "dbms" / "auth.ini").exists()
 
 
+@pytest.mark.slow
 def test_a_restored_older_store_does_not_wedge_the_connection(local: Instance, tmp_path: Path) -> None:
     """A backup restored under a running connection: its bookmarks point past the store. The next
     query waits once for the missing transaction, then the connection goes on from the store as it
