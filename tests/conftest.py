@@ -16,11 +16,15 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from graphstrata.config import Settings
 from graphstrata.db import Database
+
+if TYPE_CHECKING:
+    from graphstrata.client import GraphStrata
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_INSTANCE = os.environ.get("GRAPHSTRATA_TEST_INSTANCE", "pytest")
@@ -145,3 +149,11 @@ def graph(db: Database) -> Database:
     emb = get_embedder()
     apply_schema(db, emb.name, emb.dim)
     return db
+
+
+@pytest.fixture
+def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
+    """A GraphStrata on `graph` (wiped, schema applied)."""
+    from graphstrata.client import GraphStrata
+
+    return GraphStrata(neo4j_settings, db=graph)

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import pytest
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.load import SourceDocument
@@ -183,11 +182,6 @@ def run_with_reader(gs: GraphStrata, expected: dict, going: Going, work) -> Obse
             stop.set()
             t.join(timeout=120)
     return seen
-
-
-@pytest.fixture
-def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
-    return GraphStrata(neo4j_settings, db=graph)
 
 
 FIRST = [(f"doc{i:02d}", text_of(i, 0)) for i in range(16)]

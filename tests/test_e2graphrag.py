@@ -74,11 +74,6 @@ def summary_snapshot(db: Database) -> list[dict]:
     return rows
 
 
-@pytest.fixture
-def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
-    return GraphStrata(neo4j_settings, db=graph)
-
-
 # --- summary tree -------------------------------------------------------------------------------
 
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest import pipeline
 from graphstrata.ingest.chunk import encoder, split_subchunks, token_chunks
@@ -24,11 +23,6 @@ from graphstrata.ingest.pipeline import IngestOptions
 CURIE = "Marie Curie was born in Warsaw. Marie Curie moved to Paris in 1891."
 PIERRE = "Pierre Curie lived in Paris with Marie Curie."
 OPTS = IngestOptions(chunk_size=1200, chunk_overlap=100)
-
-
-@pytest.fixture
-def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
-    return GraphStrata(neo4j_settings, db=graph)
 
 
 def snapshot(db: Database) -> dict:

@@ -89,11 +89,6 @@ def test_huge_line_and_unicode_edge_cases_ingest(gs: GraphStrata, tmp_path: Path
 # --- Cypher injection ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
-    return GraphStrata(neo4j_settings, db=graph)
-
-
 def test_injection_strings_are_data_not_cypher(gs: GraphStrata) -> None:
     gs.ingest_texts([("keeper", "Keeper document about Paris and the Seine.")], OPTS)
     docs = [(t, f"{t} is mentioned by {t}. Paris is near {t}.") for t in INJECTIONS]
