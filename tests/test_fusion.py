@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from graphstrata.retrieval.auto import Shape, question_shape, route
 from graphstrata.retrieval.base import METHODS, ContextItem, RetrievalError, Retriever, RetrieverParams, Subgraph
 from graphstrata.retrieval.fusion import (
     RRF_K,
     FusionRetriever,
-    Shape,
-    question_shape,
     resolve_methods,
-    route,
     rrf_fuse,
     unit_rankings,
 )
@@ -286,7 +284,7 @@ def test_auto_falls_through_missing_methods() -> None:
 
 
 def test_auto_retriever_records_route_and_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    from graphstrata.retrieval.fusion import AutoRetriever
+    from graphstrata.retrieval.auto import AutoRetriever
 
     resolve_methods(None)
     monkeypatch.setitem(METHODS, "hipporag", _Fixed)  # whatever auto routes to here answers from a fixed ranking
@@ -313,7 +311,7 @@ class _SGFallback(_Fixed2):
 
 @pytest.mark.parametrize(("sgrag", "route_to"), [(_SGExact, "sgrag"), (_SGFallback, "hipporag")])
 def test_auto_keeps_sgrag_only_for_exact_matches(monkeypatch: pytest.MonkeyPatch, sgrag, route_to: str) -> None:
-    from graphstrata.retrieval.fusion import AutoRetriever
+    from graphstrata.retrieval.auto import AutoRetriever
 
     resolve_methods(None)
     monkeypatch.setitem(METHODS, "sgrag", sgrag)
