@@ -17,20 +17,14 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from graphstrata.algorithms.eacs import density_bound, diameter_bound, eacs, greedy_pack, pairwise_similarity
 from graphstrata.algorithms.ktruss import is_connected_k_truss
 from graphstrata.algorithms.qpeel import q_peel
 from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.ingest.chunk import count_tokens
-from graphstrata.retrieval.darag import (
-    DARAGRetriever,
-    density_bound,
-    diameter_bound,
-    eacs,
-    greedy_pack,
-    pairwise_similarity,
-)
+from graphstrata.retrieval.darag import DARAGRetriever
 
 pytest_plugins = ["tests.conftest_llm"]
 
