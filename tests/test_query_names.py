@@ -58,3 +58,20 @@ def test_dynamic_names_resolve_and_are_all_listed() -> None:
     for names in DYNAMIC.values():
         for name in names:
             assert query(name).strip()
+
+
+VECTOR_CALL = re.compile(r"db\.index\.vector\.queryNodes\(\s*[^,]+,\s*\$(\w+)\s*,")
+
+
+def test_every_vector_index_query_over_fetches() -> None:
+    """Lucene's HNSW uses k as its beam width, so a small k can miss a true nearest neighbour: every
+    vector-index call asks for `hnsw_candidates(k)` (a `$...candidates` parameter) and keeps its k best
+    (a LIMIT after it), never for k itself."""
+    calls = 0
+    for path in sorted((PACKAGE / "cypher").rglob("*.cypher")):
+        text = path.read_text()
+        for m in VECTOR_CALL.finditer(text):
+            calls += 1
+            assert m.group(1).endswith("candidates"), f"{path.name}: queryNodes(..., ${m.group(1)}, ...)"
+            assert "LIMIT" in text[m.end() : m.end() + 600], f"{path.name}: no LIMIT after the over-fetch"
+    assert calls >= 8

@@ -7,8 +7,9 @@
 // by cosine to the query embedding $vector (vector index chunk_embedding, score = (1 + cos) / 2),
 // best first, each with its text and its CHUNK_RELATED neighbours among these $n chunks, so the
 // rows together hold the induced chunk-layer subgraph (every edge listed once, from its start node).
-CALL db.index.vector.queryNodes('chunk_embedding', $n, $vector) YIELD node, score
+CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
+WITH node, score ORDER BY score DESC LIMIT $n
 WITH collect(node) AS cs, collect(score) AS scores
 UNWIND range(0, size(cs) - 1) AS i
 WITH cs, cs[i] AS c, scores[i] AS score

@@ -157,11 +157,11 @@ RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.o
 // `summaries`: how many Summary nodes exist (0: the tree was not built; chunks only).
 CALL () { MATCH (s:Summary) RETURN count(s) AS summaries }
 CALL () {
-  CALL db.index.vector.queryNodes('chunk_embedding', $k, $vector) YIELD node, score
+  CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
   WHERE node.id IS NOT NULL
   RETURN node, score, 'Chunk' AS label
   UNION ALL
-  CALL db.index.vector.queryNodes('summary_embedding', $k, $vector) YIELD node, score
+  CALL db.index.vector.queryNodes('summary_embedding', $candidates, $vector) YIELD node, score
   WHERE node.id IS NOT NULL AND EXISTS { MATCH (d:Document {id: node.doc_id}) WHERE d.sha256 = node.doc_sha }
   RETURN node, score, 'Summary' AS label
 }

@@ -2,8 +2,9 @@
 
 // name: seed_entities
 // Algorithm 2, line 1: the entities most similar to the query.
-CALL db.index.vector.queryNodes('entity_embedding', $k, $vector) YIELD node, score
+CALL db.index.vector.queryNodes('entity_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
+WITH node, score ORDER BY score DESC LIMIT $k
 RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score;
 
 // name: seed_relations
@@ -38,8 +39,9 @@ ORDER BY links DESC, score DESC;
 
 // name: seed_keywords
 // Algorithm 4, line 2: keywords by similarity to the query, each with its sub-chunks.
-CALL db.index.vector.queryNodes('keyword_embedding', $k, $vector) YIELD node, score
+CALL db.index.vector.queryNodes('keyword_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
+WITH node, score ORDER BY score DESC LIMIT $k
 MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
 RETURN node.term AS term, score AS kscore,
        collect({id: s.id, text: s.text, tokens: s.tokens, chunk: c.id, title: c.doc_title,

@@ -60,7 +60,15 @@ from graphstrata.algorithms.eacs import density_bound, diameter_bound, eacs, gre
 from graphstrata.algorithms.qpeel import Community, cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.ingest.chunk import count_tokens
-from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
 
 Layer = Literal["kg", "similarity"]
 LAYER_TITLE = {"chunk": "Semantic chunk layer", "kg": "Knowledge graph layer", "similarity": "Similarity layer"}
@@ -248,7 +256,12 @@ class DARAGRetriever(Retriever):
 
         # ---- 1. coarse EACS on the chunk layer ----------------------------------------------------
         with t.stage("coarse_fetch"):
-            rows = self._read(query("darag.coarse_candidates"), n=p.coarse_candidates, vector=q.tolist())
+            rows = self._read(
+                query("darag.coarse_candidates"),
+                n=p.coarse_candidates,
+                candidates=hnsw_candidates(p.coarse_candidates),
+                vector=q.tolist(),
+            )
         if not rows:
             return [], Subgraph(), {"coarse": {"candidates": 0}, "communities": []}
         with t.stage("coarse_eacs"):

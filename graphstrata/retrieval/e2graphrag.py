@@ -89,7 +89,15 @@ from pydantic import Field
 from graphstrata.augment.summary_tree import join_overlapping
 from graphstrata.cypher import query
 from graphstrata.ingest.analyze import query_entities
-from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
 
 MAX_HOPS = 8
 GDS_GRAPH = "e2graphrag_cooc"
@@ -290,7 +298,9 @@ class E2GraphRAGRetriever(Retriever):
             v = self.embed_query(question)
         k = p.top_k * (p.candidate_factor if occurrence else 1)
         with t.stage("dense"):
-            rows = self._read(query("e2graphrag.collapsed_tree"), k=k, vector=v, eids=eids)
+            rows = self._read(
+                query("e2graphrag.collapsed_tree"), k=k, candidates=hnsw_candidates(k), vector=v, eids=eids
+            )
         n_summaries = rows[0]["summaries"] if rows else 0
         notes["tree"] = (
             f"{n_summaries} Summary nodes"

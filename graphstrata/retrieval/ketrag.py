@@ -20,7 +20,15 @@ from pydantic import Field
 
 from graphstrata.cypher import query
 from graphstrata.ingest.chunk import count_tokens
-from graphstrata.retrieval.base import ContextItem, Retriever, RetrieverParams, Subgraph, Timer, register
+from graphstrata.retrieval.base import (
+    ContextItem,
+    Retriever,
+    RetrieverParams,
+    Subgraph,
+    Timer,
+    hnsw_candidates,
+    register,
+)
 
 
 class KETRAGParams(RetrieverParams):
@@ -76,7 +84,9 @@ class KETRAGRetriever(Retriever):
         return items, Subgraph(nodes=[i.node_id for i in items]), notes
 
     def _skeleton(self, vector: list[float], p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
-        seeds = self.db.read(query("ketrag.seed_entities"), k=p.seed_entities, vector=vector)
+        seeds = self.db.read(
+            query("ketrag.seed_entities"), k=p.seed_entities, candidates=hnsw_candidates(p.seed_entities), vector=vector
+        )
         out: list[ContextItem] = []
         used, graph_budget = 0, int(budget * p.relation_share)
         for s in seeds:  # the seed entities' descriptions open the context (GraphRAG local search)
@@ -128,7 +138,9 @@ class KETRAGRetriever(Retriever):
     def _keyword(
         self, vector: list[float], p: KETRAGParams, budget: int, taken: set[str]
     ) -> tuple[list[ContextItem], dict]:
-        rows = self.db.read(query("ketrag.seed_keywords"), k=p.max_keywords, vector=vector)
+        rows = self.db.read(
+            query("ketrag.seed_keywords"), k=p.max_keywords, candidates=hnsw_candidates(p.max_keywords), vector=vector
+        )
         pool: dict[str, dict] = {}
         pool_tokens, seeds = 0, []
         for r in rows:  # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens
