@@ -1,4 +1,4 @@
-"""NodeRAG graph augmentation (002_34c3f24544ea558e.txt §2.3, Appendix C.2-C.3) with GDS.
+"""NodeRAG graph augmentation (Xu et al., arXiv:2504.11544, §2.3, Appendix C.2-C.3) with GDS.
 
 - `important_entities` — Algorithm 1: N* = K(G1) ∪ B(G1), k-core with
   k_default = floor(ln|V| * sqrt(mean degree)) and sampled betweenness (k = 10 samples) above

@@ -1,4 +1,4 @@
-"""DA-RAG retrieval (000_be2996097ea77cc1.txt §4–5, Algorithm 1, Appendix A/B.3): coarse-to-fine
+"""DA-RAG retrieval (Zeng et al., WWW '26, §4–5, Algorithm 1, Appendix A/B.3): coarse-to-fine
 embedding-attributed community search (EACS) over the three-layer index.
 
 1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the search range is the ``coarse_candidates``

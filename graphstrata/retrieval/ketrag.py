@@ -1,6 +1,6 @@
-"""KET-RAG retrieval (001_083f98765ed130a4.txt §5.2, Algorithms 2 and 4): a skeleton channel over
-the knowledge graph built from core chunks, and a keyword channel over the text-keyword bipartite
-graph, splitting one context budget L by the retrieval ratio lambda.
+"""KET-RAG retrieval ("Cost-Efficient Multi-Granular Indexing for Graph-RAG", §5.2, Algorithms 2
+and 4): a skeleton channel over the knowledge graph built from core chunks, and a keyword channel
+over the text-keyword bipartite graph, splitting one context budget L by the retrieval ratio lambda.
 
 - Skeleton channel (KG-Retrieval, Algorithm 2) with lambda*L tokens: seed entities (top 10 by
   embedding similarity), then relations adjacent to the seeds (joining two seeds first) up to their

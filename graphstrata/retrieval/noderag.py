@@ -1,4 +1,4 @@
-"""NodeRAG retrieval (002_34c3f24544ea558e.txt §2.5, Appendix C.4): dual search for entry points,
+"""NodeRAG retrieval (Xu et al., arXiv:2504.11544, §2.5, Appendix C.4): dual search for entry points,
 shallow personalized PageRank for cross nodes, then the filter to retrievable node types.
 
 1. Dual search: accurate search of the query's entities N^q on entity names (N) and overview

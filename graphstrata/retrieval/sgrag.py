@@ -1,5 +1,5 @@
-"""SG-RAG retrieval (004_76b24f5ca7920f75.txt §3–4, Algorithm 1): exact retrieval of multi-constraint
-factual questions by subgraph matching over the entity graph.
+"""SG-RAG retrieval ("Structure Guided RAG for Factual Queries", §3–4, Algorithm 1): exact
+retrieval of multi-constraint factual questions by subgraph matching over the entity graph.
 
 1. Query graph (§4.3, Table 10): the LLM lists the question's entities (the target as ``UNK``) and
    the edges between them; offline a spaCy dependency parse does it (named entities and noun chunks
