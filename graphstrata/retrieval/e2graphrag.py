@@ -1,4 +1,5 @@
-"""E2GraphRAG retrieval (seed 003, §3.2 and Algorithm 1 in Appendix A): no LLM at query time.
+"""E2GraphRAG retrieval ("Streamlining Graph-based RAG", §3.2 and Algorithm 1 in Appendix A): no LLM
+at query time.
 
 1. Query entities: the question's spaCy entities and nouns, normalised exactly as at ingest
    (:func:`graphstrata.ingest.analyze.query_entities`), mapped to ``Term`` nodes (its own layer) by normalised
@@ -38,42 +39,9 @@ Choices where the paper is silent or its code differs:
 * A summary item carries no ``chunk_ids``: its text is not any passage's text, so it does not
   count as retrieving one for Recall@k; its ``SUMMARIZES`` edges are in the subgraph.
 
-Graph filter: Cypher ``shortestPath`` versus GDS BFS, measured on the hotpotqa_dev100 graph
-(994 passages, 13,031 entities, 82,888 CO_OCCURS edges; the 99 questions with a pair, 14 pairs
-each on average; 2 shared cores, 2026-11-22): Cypher ``shortestPath`` (now the ``pairs`` part of
-the ``local_index`` query), one query for all pairs of a question, p50 7.8 ms / p95 22 ms;
-GDS ``gds.bfs.stream`` per pair with ``maxDepth`` h (projection reused,
-its staleness checked) p50 50 ms / p95 181 ms for one h, p50 109 ms / p95 345 ms for h = 4..1;
-the projection itself takes 6.3 s and is rebuilt after any write. Both select the same pairs.
-Cypher wins because ``shortestPath`` is a bidirectional BFS that stops where the two frontiers
-meet (a pair within h costs two frontiers of depth about h/2, and 1,277 of the 1,382 pairs are 1
-or 2 hops apart), and one query returns the hop count of every pair, so tightening h is a filter
-in Python rather than another query. ``gds.bfs.stream`` expands from one end only — through the
-co-occurrence graph's noun hubs ("film", "city") a depth-h frontier is much of the graph — answers
-reachability for one h per call, and pays the procedure and catalogue overhead per pair.
-``graph_filter="gds"`` keeps the GDS variant selectable (the tests check that both agree).
-
-Latency: the local branch is spaCy on the question plus one Cypher round trip (``local_index``:
-entities, pair distances, the entity→chunk index and, for up to 100 candidate chunks, their texts);
-the global branches add the query embedding and one vector query. Two things keep it short: a
-one-sentence question skips the dependency parser (``analyze.query_doc``: the same entities; ~1 ms
-of the pipeline's ~9), and the graph is read in one auto-commit round trip taken as the driver
-decoded it (``_read``; the ``graph`` stage fell from 3.5-6.7 to 2.6-5.2 ms). Against this module
-before those two, in the same interleaved runs: p50 0.85-0.92x. ``bench/results/e2_latency.md``
-(hotpotqa_dev100, the two methods interleaved per question, the embedder cache cleared before each
-call, 2 cores shared with other work, 5 repeats at load average 1-5): e2graphrag p50 11.6-27.3 ms
-against vector's 17.1-107 ms, ratio 0.24-0.86 (the numpy embedding of the question is most of
-vector's time, and suffers most from load). The "3.5x" once measured (13.8 vs 3.9 ms) compared with
-vector whose question embeddings were cached, i.e. with vector's query and packing alone: against
-that (a column of the same runs), e2graphrag is 2.9-3.8x, as spaCy (tok2vec, tagger, NER: ~7.5 ms
-of CPU) costs more than all of it.
-Recall@2 0.375, Recall@5 0.515, Coverage 0.604 (vector 0.625 / 0.790 / 0.725): 994 one-passage
-documents are not the long books E2GraphRAG is made for — no summary tree exists (every document
-is a single chunk), and exact name mapping misses entities the passages name differently
-("Christopher Nolan" vs "Christopher Edward Nolan"). Neither ordering the local items by the
-Entity-Aware ranking (Recall@5 0.515) nor tightening h while more than k = 10 chunks (0.505)
-helps: the loss is in the candidate set (recall over all the chunks returned, without a token
-budget: 0.635 with top_k = 10, 0.73 with the paper's k = 25).
+Why the graph filter is Cypher ``shortestPath`` rather than GDS BFS (``graph_filter="gds"`` keeps
+that variant; the tests check that both agree), and what was measured of this module's latency and
+recall: bench/results/e2_latency.md.
 """
 
 from __future__ import annotations
