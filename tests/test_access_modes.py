@@ -97,6 +97,8 @@ def rec() -> Iterator[Recorder]:
     real = GraphDatabase.driver
 
     class Factory:
+        bookmark_manager = staticmethod(GraphDatabase.bookmark_manager)
+
         @staticmethod
         def driver(*args: Any, **kw: Any) -> RecordingDriver:
             return RecordingDriver(real(*args, **kw), recorder)
