@@ -100,8 +100,8 @@ class GraphStrata:
 
         `report.ketrag` states the LLM calls and prompt tokens saved against extracting every chunk.
         """
-        from graphstrata.ingest.chunk import count_tokens
         from graphstrata.ingest.extract import extraction_messages
+        from graphstrata.text.tokens import count_tokens
 
         options = options or IngestOptions()
         first = self._ingestor(options.model_copy(update={"extractor": "none"}), progress).ingest(paths)

@@ -10,26 +10,24 @@ from typing import Any
 import numpy as np
 
 from graphstrata.embed import Embedder
-from graphstrata.ingest.chunk import count_tokens
+from graphstrata.text.tokens import count_tokens, fit, truncate
 
 
-def central_texts(texts: Sequence[str], vectors: np.ndarray, max_tokens: int = 200, max_items: int = 3) -> list[str]:
-    """Up to `max_items` texts closest to the centroid of `vectors`, kept in input order, within `max_tokens`."""
+def central_texts(
+    texts: Sequence[str], vectors: np.ndarray, max_tokens: int = 200, max_items: int | None = 3, *, cut: bool = False
+) -> list[str]:
+    """Up to `max_items` texts closest to the centroid of `vectors`, within `max_tokens`, kept in input
+    order. When the most central text alone is over the cap, it is kept whole, or with `cut` the
+    texts that fit are kept and, if none does, the most central one cut to the cap."""
     if not len(texts):
         return []
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    centroid = unit.mean(0)
-    order = np.argsort(-(unit @ centroid), kind="stable")
-    chosen, used = [], 0
-    for i in order:
-        n = count_tokens(texts[i])
-        if chosen and used + n > max_tokens:
-            continue
-        chosen.append(int(i))
-        used += n
-        if len(chosen) >= max_items:
-            break
-    return [texts[i] for i in sorted(chosen)]
+    order = np.argsort(-(unit @ unit.mean(0)), kind="stable")
+    lengths = [count_tokens(texts[i]) for i in order]
+    taken = fit(lengths, max_tokens, first_always=not cut, max_items=max_items)
+    if not taken:
+        return [truncate(texts[order[0]], max_tokens)]
+    return [texts[i] for i in sorted(int(order[j]) for j in taken)]
 
 
 def summarize(

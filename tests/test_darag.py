@@ -23,8 +23,8 @@ from graphstrata.algorithms.qpeel import q_peel
 from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.ingest.chunk import count_tokens
 from graphstrata.retrieval.darag import DARAGRetriever
+from graphstrata.text.tokens import count_tokens
 
 pytest_plugins = ["tests.conftest_llm"]
 

@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 
 from graphstrata.augment import AugmentContext, run
-from graphstrata.augment.summary_tree import join_overlapping, level_sizes
+from graphstrata.augment.summary_tree import level_sizes
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
-from graphstrata.ingest.analyze import query_entities
-from graphstrata.ingest.chunk import encoder, token_chunks
+from graphstrata.ingest.chunk import token_chunks
 from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.retrieval.base import available_methods
+from graphstrata.text.nlp import query_entities
+from graphstrata.text.tokens import encoder, join_overlapping
 
 pytest_plugins = ["tests.conftest_llm"]
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graphstrata.ingest.analyze import _analyse, one_sentence, query_doc, query_entities
-from graphstrata.ingest.extract import get_nlp
+from graphstrata.text.nlp import _analyse, get_nlp, one_sentence, query_doc, query_entities
 
 pytestmark = pytest.mark.slow  # checks the parser shortcut on every question and passage sample
 

@@ -17,10 +17,10 @@ from graphstrata.ingest.extract import (
     extract_with_llm,
     extract_with_spacy,
     extraction_messages,
-    normalize_name,
     parse_user_extractions,
     text_from_extraction_prompt,
 )
+from graphstrata.text.names import normalize_name
 
 if TYPE_CHECKING:
     from graphstrata.llm import LLMClient

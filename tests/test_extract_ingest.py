@@ -21,8 +21,9 @@ from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest import pipeline
-from graphstrata.ingest.extract import UserExtractionError, extract_with_spacy, normalize_name
-from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, predicate_key
+from graphstrata.ingest.extract import UserExtractionError, extract_with_spacy
+from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
+from graphstrata.text.names import hid, normalize_name, predicate_key
 from tests.conftest import wipe
 from tests.fake_openai import CHAT_MODEL, FakeOpenAI
 from tests.test_ingest import snapshot
@@ -324,7 +325,7 @@ def test_core_only_extracts_the_core_chunks(gs: GraphStrata, fake_openai: FakeOp
         ingestor.ingest_documents([pipeline.SourceDocument("long", "long", text)])
     # chunk ids are content hashes: the same document always has the same ones
     doc = pipeline.SourceDocument("long", "long", text)
-    first = pipeline._hid("chunk", doc.id, 0, pipeline.token_chunks(text, 200, 0)[0].text)
+    first = hid("chunk", doc.id, 0, pipeline.token_chunks(text, 200, 0)[0].text)
     report = ingestor.ingest_documents([doc], core_chunk_ids={first})
     assert report.chunks > 1 and report.extracted_chunks == 1 and chat_calls(fake_openai) == 1
     rows = gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.extraction_status AS s")

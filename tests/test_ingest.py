@@ -16,9 +16,11 @@ import pytest
 from graphstrata.client import GraphStrata
 from graphstrata.db import Database
 from graphstrata.ingest import pipeline
-from graphstrata.ingest.chunk import encoder, split_subchunks, token_chunks
+from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.pipeline import IngestOptions
+from graphstrata.text.names import entity_id
+from graphstrata.text.tokens import encoder
 
 CURIE = "Marie Curie was born in Warsaw. Marie Curie moved to Paris in 1891."
 PIERRE = "Pierre Curie lived in Paris with Marie Curie."
@@ -116,7 +118,7 @@ def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
     assert (report.documents_new, report.chunks, report.subchunks) == (2, 2, 2)
     db = gs.db
     for name, typ in (("marie curie", "PERSON"), ("warsaw", "GPE"), ("paris", "GPE"), ("pierre curie", "PERSON")):
-        assert entity(db, name) == {"id": pipeline.entity_id(name), "type": typ}
+        assert entity(db, name) == {"id": entity_id(name), "type": typ}
     # one Paris node, mentioned by both chunks; Marie Curie twice in the first chunk
     rows = db.read(
         "MATCH (c:Chunk)-[m:MENTIONS]->(:Entity {normalized: 'paris'}) RETURN c.doc_title AS d, m.count AS n"
@@ -165,7 +167,7 @@ def test_common_nouns_stay_out_of_the_knowledge_graph(gs: GraphStrata) -> None:
     terms = {r["n"]: r["t"] for r in db.read("MATCH (t:Term) RETURN t.normalized AS n, t.type AS t")}
     nouns = {"astronomer", "galaxy", "rotation", "observatory", "telescope", "datum", "matter"}
     # an independent reading of the text: spaCy's own NOUN tags (lemmas), not our analysis
-    from graphstrata.ingest.extract import get_nlp
+    from graphstrata.text.nlp import get_nlp
 
     tagged = {t.lemma_.lower() for t in get_nlp()(NOUNS) if t.pos_ == "NOUN"}
     assert nouns & tagged, "spaCy no longer tags the test's nouns: pick others"

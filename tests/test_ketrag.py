@@ -8,8 +8,8 @@ import pytest
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
-from graphstrata.ingest.chunk import count_tokens
 from graphstrata.ingest.pipeline import IngestOptions
+from graphstrata.text.tokens import count_tokens
 
 pytest_plugins = ["tests.conftest_llm"]
 

@@ -15,10 +15,10 @@ from graphstrata.algorithms.synonyms import Named, embedding_links, initials, me
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
-from graphstrata.ingest.extract import normalize_name
 from graphstrata.retrieval import linking
 from graphstrata.retrieval.base import ContextItem, dedupe
 from graphstrata.retrieval.noderag import personalization
+from graphstrata.text.names import normalize_name
 
 pytest_plugins = ["tests.conftest_llm"]
 

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
-from graphstrata.ingest.chunk import count_tokens, split_subchunks, token_chunks
+from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.extract import ChunkExtraction
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.llm import parse_json_lenient
+from graphstrata.text.tokens import count_tokens
 from tests.test_ingest import snapshot
 
 OPTS = IngestOptions(extractor="spacy")

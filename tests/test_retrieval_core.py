@@ -9,8 +9,8 @@ from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.generate import NO_MODEL
-from graphstrata.ingest.chunk import count_tokens
 from graphstrata.retrieval.base import ContextItem, RetrievalError, pack
+from graphstrata.text.tokens import count_tokens
 
 pytest_plugins = ["tests.conftest_llm"]
 

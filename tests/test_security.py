@@ -167,7 +167,8 @@ def test_openapi_declares_the_key_and_400(keyless: Keyless) -> None:
 
 def test_tokenising_has_no_length_limit() -> None:
     """The tokenizer refuses inputs near a million characters; ours encodes them in pieces."""
-    from graphstrata.ingest.chunk import encode, encoder, token_chunks
+    from graphstrata.ingest.chunk import token_chunks
+    from graphstrata.text.tokens import encode, encoder
 
     sentence = "The archive of Leland records a mill, a river crossing and a courthouse built in 1843. "
     text = sentence * (2 * 1024 * 1024 // len(sentence) + 1)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from graphstrata.algorithms.ktruss import connected_components, simplify_edges, truss_decomposition
 from graphstrata.algorithms.qpeel import Community, q_peel_component
+from graphstrata.text.tokens import fit
 
 
 def eacs(
@@ -77,11 +78,5 @@ def greedy_pack(scores: list[float], lengths: list[int], budget: int) -> list[in
     """§5.1: argmax_K sum S subject to sum len(R) <= C_b, greedily. The candidates come ranked (by
     descending S); each is taken if its report still fits, else skipped; a score <= 0 adds nothing
     to the objective and is never taken. Returns the indices taken, in rank order."""
-    chosen, used = [], 0
-    for i in range(len(scores)):
-        if scores[i] <= 0:
-            continue
-        if used + lengths[i] <= budget:
-            chosen.append(i)
-            used += lengths[i]
-    return chosen
+    positive = [i for i in range(len(scores)) if scores[i] > 0]
+    return [positive[j] for j in fit([lengths[i] for i in positive], budget)]

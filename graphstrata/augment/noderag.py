@@ -13,7 +13,6 @@ G1 is the heterograph of entities (N), relations (R) and semantic units (S); G2 
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import defaultdict
 
@@ -23,6 +22,7 @@ from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
 from graphstrata.summarize import summarize
+from graphstrata.text.names import hid
 
 G1_NODES = ["Entity", "SemanticUnit", "Relation"]
 G1_RELS = ["MENTIONS", "SUBJECT_OF", "OBJECT"]  # undirected; MENTIONS S -> N (chunks are not in G1)
@@ -31,10 +31,6 @@ ATTRIBUTE_PROMPT = (
 )
 HIGH_LEVEL_PROMPT = "Summarize the core idea shared by these statements in two or three sentences."
 TITLE_PROMPT = "Give a short title (at most six words) for this summary. Reply with the title only."
-
-
-def _hid(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
 
 
 def k_default(n_nodes: int, n_undirected_rels: int) -> int:
@@ -96,7 +92,7 @@ def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: d
     rows = [
         {
             "entity": c["id"],
-            "id": _hid("attribute", c["id"]),
+            "id": hid("attribute", c["id"]),
             "text": f"{c['name']}: {text}".strip(),
             "extractor": extractor,
             "core": cores.get(c["id"]),
@@ -160,7 +156,7 @@ def communities(ctx: AugmentContext) -> StageReport:
     # A community's id is a hash of its members, so ids do not depend on Leiden's numbering.
     comm_rows, member_rows = [], []
     for ms in members.values():
-        cid = _hid("community", *sorted(m["id"] for m in ms))
+        cid = hid("community", *sorted(m["id"] for m in ms))
         comm_rows.append({"id": cid, "size": len(ms)})
         member_rows += [{"community": cid, "id": m["id"]} for m in ms]
     ctx.db.write_batches(query("augment.write_communities"), comm_rows)
@@ -191,8 +187,8 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
     rows = [
         {
             "community": g["id"],
-            "id": _hid("high_level", g["id"]),
-            "overview_id": _hid("overview", g["id"]),
+            "id": hid("high_level", g["id"]),
+            "overview_id": hid("overview", g["id"]),
             "text": text,
             "title": title,
             "extractor": extractor,

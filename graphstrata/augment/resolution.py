@@ -9,7 +9,7 @@ import numpy as np
 from graphstrata.algorithms.synonyms import Named, embedding_links, merge_links, string_links
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
-from graphstrata.ingest.extract import normalize_name
+from graphstrata.text.names import normalize_name
 
 #: Cosine of name embeddings above which two entities are synonyms (HippoRAG 2 uses 0.8 with a
 #: larger embedder; all-MiniLM-L6-v2 puts unrelated short names closer, so a stricter default).

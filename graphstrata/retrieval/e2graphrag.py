@@ -2,7 +2,7 @@
 at query time.
 
 1. Query entities: the question's spaCy entities and nouns, normalised exactly as at ingest
-   (:func:`graphstrata.ingest.analyze.query_entities`), mapped to ``Term`` nodes (its own layer) by normalised
+   (:func:`graphstrata.text.nlp.query_entities`), mapped to ``Term`` nodes (its own layer) by normalised
    name; names that map to nothing are ignored (§3.2: "treated as invalid").
 2. No entity → **global** mode: dense retrieval over the collapsed summary tree (every ``Chunk``
    and current ``Summary`` in one ranking, as RAPTOR), the ``top_k`` nearest, by similarity.
@@ -54,9 +54,7 @@ from typing import Any, Literal
 from neo4j import READ_ACCESS, Query
 from pydantic import Field
 
-from graphstrata.augment.summary_tree import join_overlapping
 from graphstrata.cypher import query
-from graphstrata.ingest.analyze import query_entities
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
@@ -66,6 +64,8 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.text.nlp import query_entities
+from graphstrata.text.tokens import join_overlapping
 
 MAX_HOPS = 8
 GDS_GRAPH = "e2graphrag_cooc"

