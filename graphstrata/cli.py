@@ -338,8 +338,9 @@ def ingest(
 
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
-    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch, UserExtractionError
+    from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch
     from graphstrata.ingest.pipeline import IngestOptions, IngestReport, IngestWriteError
+    from graphstrata.ingest.user_extractions import UserExtractionError
     from graphstrata.llm import CacheWriteError, LLMNotConfigured
     from graphstrata.schema import SchemaError
 
@@ -403,8 +404,8 @@ def prompt_tune(
     """With an LLM: draft a domain extraction schema (entity and relation types, a prompt) from sample
     chunks, for `graphstrata ingest --schema FILE` (after GraphRAG's prompt tuning). Review it first."""
     from graphstrata.ingest.chunk import token_chunks
-    from graphstrata.ingest.extract import sample_evenly, tune_schema
     from graphstrata.ingest.load import load_paths
+    from graphstrata.ingest.tune import sample_evenly, tune_schema
     from graphstrata.llm import LLMClient, LLMNotConfigured
 
     settings = get_settings()

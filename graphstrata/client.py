@@ -18,10 +18,11 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder, get_embedder
 from graphstrata.generate import Answer, answer
-from graphstrata.ingest.extract import read_user_extractions, record_schema
+from graphstrata.ingest.extract import record_schema
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport, UserExtractedDocument
+from graphstrata.ingest.user_extractions import read_user_extractions
 from graphstrata.llm import LLMClient, LLMNotConfigured
 from graphstrata.retrieval.base import RetrievalResult, available_methods, get_retriever
 
@@ -143,7 +144,7 @@ class GraphStrata:
         skip_invalid: bool = False,
     ) -> IngestReport:
         """Ingest a bring-your-own extractions file (JSON lines: ``title``, ``text``, ``entities``,
-        ``triples``; format in :func:`graphstrata.ingest.extract.read_user_extractions`).
+        ``triples``; format in :func:`graphstrata.ingest.user_extractions.read_user_extractions`).
 
         Each text is chunked as usual; its entities and triples are attached to the chunks that
         contain them (the first chunk otherwise) with ``extractor='user'``; no LLM is called. An

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import contextlib
+import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 
 Advance = Callable[[int], None]
@@ -23,12 +25,18 @@ def _rate_column():
 
 
 class Tracker:
-    """``with tracker.stage(name, total) as advance: ... advance(n)``; a no-op when neither shown nor observed."""
+    """``with tracker.stage(name, total) as advance: ... advance(n)``; a no-op when neither shown nor observed.
+
+    A stage entered again (ingest's next batch) continues its bar and its counts: its total grows by
+    the new ``total``. ``seconds`` holds the time spent in each stage."""
 
     def __init__(self, show: bool = False, on_progress: Callable[[str, int, int], None] | None = None) -> None:
         self.show = show
         self.on_progress = on_progress
         self.bar = None
+        self.tasks: dict[str, object] = {}
+        self.counts: dict[str, list[int]] = {}  # stage -> [done, total]
+        self.seconds: dict[str, float] = defaultdict(float)
 
     def _start(self) -> None:
         if self.show and self.bar is None:
@@ -54,21 +62,32 @@ class Tracker:
             self.bar.start()
 
     @contextlib.contextmanager
-    def stage(self, name: str, total: int | None) -> Iterator[Advance]:
+    def stage(self, name: str, total: int | None = None) -> Iterator[Advance]:
         self._start()
-        done = [0]
-        task = self.bar.add_task(name, total=total) if self.bar is not None else None
+        counts = self.counts.setdefault(name, [0, 0])
+        counts[1] += total or 0
+        task = None
+        if self.bar is not None and total != 0:
+            if name in self.tasks:
+                task = self.tasks[name]
+                self.bar.update(task, total=counts[1])
+            else:
+                task = self.tasks[name] = self.bar.add_task(name, total=total)
+        if self.on_progress is not None and total:
+            self.on_progress(name, counts[0], counts[1])
 
         def advance(n: int = 1) -> None:
-            done[0] += n
+            counts[0] += n
             if task is not None:
                 self.bar.advance(task, n)
-            if self.on_progress is not None and total:
-                self.on_progress(name, done[0], total)
+            if self.on_progress is not None and counts[1]:
+                self.on_progress(name, counts[0], counts[1])
 
+        started = time.perf_counter()
         try:
             yield advance
         finally:
+            self.seconds[name] += time.perf_counter() - started
             if task is not None and total is None:
                 self.bar.update(task, total=1, completed=1)
 

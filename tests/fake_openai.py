@@ -28,7 +28,8 @@ from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-from graphstrata.ingest.extract import extract_with_spacy, text_from_extraction_prompt
+from graphstrata.ingest.extract import text_from_extraction_prompt
+from graphstrata.ingest.extract_spacy import extract_with_spacy
 from graphstrata.text.nlp import get_nlp
 
 Failure = Literal["429", "500", "hang", "malformed", "invalid", "garbage"]

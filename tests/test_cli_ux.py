@@ -230,7 +230,7 @@ MALFORMED = [
 
 
 def test_read_user_extractions_skip_invalid_counts_with_line_numbers(tmp_path: Path) -> None:
-    from graphstrata.ingest.extract import UserExtractionError, read_user_extractions
+    from graphstrata.ingest.user_extractions import UserExtractionError, read_user_extractions
 
     path = write_jsonl(tmp_path / "openie.jsonl", MALFORMED)
     with pytest.raises(UserExtractionError) as info:

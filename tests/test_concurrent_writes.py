@@ -14,10 +14,10 @@ import threading
 import numpy as np
 import pytest
 
-import graphstrata.ingest.pipeline as pipeline
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
+from graphstrata.ingest import write as ingest_write
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor
 
@@ -65,14 +65,14 @@ def line_up(parties: int) -> threading.Barrier:
         if first:
             barrier.wait()
 
-    pipeline.FAULT_HOOK = hook
+    ingest_write.FAULT_HOOK = hook
     return barrier
 
 
 @pytest.fixture
 def no_hook_after():
     yield
-    pipeline.FAULT_HOOK = None
+    ingest_write.FAULT_HOOK = None
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
@@ -107,7 +107,7 @@ def test_concurrent_ingests_lose_no_keyword_update(
         assert not lined_up.broken, "the writers never all reached add_keywords"
         concurrent = keyword_vectors(gs.db)
 
-        pipeline.FAULT_HOOK = None
+        ingest_write.FAULT_HOOK = None
         gs.db.auto("MATCH (n) WHERE NOT n:GraphStrata DETACH DELETE n")
         gs.ingest_texts(docs, OPTS)  # the same documents, one transaction after the other
         sequential = keyword_vectors(gs.db)

@@ -13,13 +13,12 @@ from graphstrata.ingest.extract import (
     ENTITY_TYPES,
     ChunkExtraction,
     Entity,
-    UserExtractionError,
     extract_with_llm,
-    extract_with_spacy,
     extraction_messages,
-    parse_user_extractions,
     text_from_extraction_prompt,
 )
+from graphstrata.ingest.extract_spacy import extract_with_spacy
+from graphstrata.ingest.user_extractions import UserExtractionError, parse_user_extractions
 from graphstrata.text.names import normalize_name
 
 if TYPE_CHECKING:

@@ -20,9 +20,10 @@ import pytest
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
-from graphstrata.ingest import pipeline
-from graphstrata.ingest.extract import UserExtractionError, extract_with_spacy
+from graphstrata.ingest import pipeline, write
+from graphstrata.ingest.extract_spacy import extract_with_spacy
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
+from graphstrata.ingest.user_extractions import UserExtractionError
 from graphstrata.text.names import hid, normalize_name, predicate_key
 from tests.conftest import wipe
 from tests.fake_openai import CHAT_MODEL, FakeOpenAI
@@ -311,7 +312,7 @@ def test_failure_while_writing_extractions_leaves_no_partial_document(
         if name == at:
             raise RuntimeError(f"injected failure before {name}")
 
-    monkeypatch.setattr(pipeline, "FAULT_HOOK", hook)
+    monkeypatch.setattr(write, "FAULT_HOOK", hook)
     with pytest.raises(RuntimeError, match="injected"):
         gs.ingest_texts([("curie", CURIE), ("pierre", PIERRE.replace("Paris", "Lyon"))], OPTS)
     assert snapshot(gs.db) == before

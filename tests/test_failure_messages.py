@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphstrata.config import Settings
-from graphstrata.neo4j_local import LauncherError, _download_failure, ensure_distribution
+from graphstrata.neo4j_dist import LauncherError, _download_failure, ensure_distribution
 from graphstrata.server.app import load_uploads
 from graphstrata.server.errors import ApiError
 

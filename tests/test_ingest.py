@@ -15,7 +15,7 @@ import pytest
 
 from graphstrata.client import GraphStrata
 from graphstrata.db import Database
-from graphstrata.ingest import pipeline
+from graphstrata.ingest import write
 from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.pipeline import IngestOptions
@@ -259,7 +259,7 @@ def fault(monkeypatch: pytest.MonkeyPatch):
             if name == at:
                 raise Boom(f"injected failure before {name}")
 
-        monkeypatch.setattr(pipeline, "FAULT_HOOK", hook)
+        monkeypatch.setattr(write, "FAULT_HOOK", hook)
 
     return arm
 

@@ -15,7 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from graphstrata.config import Settings
-from graphstrata.ingest.extract import ChunkExtraction, extract_with_llm, extract_with_spacy, extraction_messages
+from graphstrata.ingest.extract import ChunkExtraction, extract_with_llm, extraction_messages
+from graphstrata.ingest.extract_spacy import extract_with_spacy
 from graphstrata.llm import (
     REASK_PROMPT,
     ExtractionFailed,

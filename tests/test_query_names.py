@@ -12,7 +12,7 @@ from graphstrata.cypher import query
 
 PACKAGE = Path(__file__).resolve().parents[1] / "graphstrata"
 LITERAL = re.compile(r'\bquery\(\s*"([A-Za-z0-9_/]+\.[A-Za-z0-9_]+)"\s*\)')
-# ingest's statements are run by name through helpers (ingest/pipeline.py: _run, _check_present, _lock)
+# ingest's statements are run by name through helpers (ingest/write.py: _run, _check_present, _lock)
 INGEST_RUN = re.compile(r'\b_(?:run|check_present)\(tx, "([a-z_]+)"')
 INGEST_LOCK = re.compile(r'\b_lock\(tx, "([a-z_]+)"')
 # names built at run time: the f-string's template -> every value it takes (read off the code)

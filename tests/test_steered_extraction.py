@@ -22,12 +22,12 @@ from graphstrata.ingest.extract import (
     EXTRACTION_PROMPT,
     TEXT_BEGIN,
     TEXT_END,
-    TUNE_SYSTEM,
     ExtractionSchema,
     ExtractionSchemaMismatch,
     extraction_messages,
 )
 from graphstrata.ingest.pipeline import IngestOptions
+from graphstrata.ingest.tune import TUNE_SYSTEM
 
 try:
     from tests.fake_openai import CHAT_MODEL, FakeOpenAI

@@ -27,7 +27,8 @@ from graphstrata.config import Settings
 from graphstrata.db import Database, TransactionTooLarge
 from graphstrata.ingest.chunk import token_chunks
 from graphstrata.ingest.load import SourceDocument
-from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestWriteError
+from graphstrata.ingest.pipeline import IngestOptions, IngestWriteError
+from graphstrata.ingest.write import GraphWriter
 from graphstrata.llm import CacheWriteError
 from graphstrata.neo4j_local import Instance, LauncherError
 from tests.conftest import TEST_BOLT, TEST_INSTANCE
@@ -172,13 +173,13 @@ def test_document_over_the_transaction_memory_limit_fails_alone_clearly_and_at_o
     limited: Limited, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[list[str]] = []
-    original = Ingestor._write_group
+    original = GraphWriter.write_group
 
     def spy(self, tx, group):  # which documents each write transaction attempt carried
         calls.append([p.doc.title for p in group])
         return original(self, tx, group)
 
-    monkeypatch.setattr(Ingestor, "_write_group", spy)
+    monkeypatch.setattr(GraphWriter, "write_group", spy)
     small = [doc(f"small-{i}", 20) for i in range(6)]  # ~5 chunks each
     huge = doc("huge", 300)  # ~60 chunks: over the limit on its own
     assert all(chunks_of(x) <= 6 for _, x in small) and chunks_of(huge[1]) >= 50

@@ -1,0 +1,111 @@
+"""What an ingest is asked to do (:class:`IngestOptions`) and what it did (:class:`IngestReport`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from graphstrata.config import get_settings
+from graphstrata.ingest.extract import ExtractionSchema
+
+
+class IngestOptions(BaseModel):
+    """Ingest parameters; the defaults are the papers'."""
+
+    chunk_size: int = Field(1200, ge=1, le=100_000, description="tokens per chunk (cl100k), E2GraphRAG/KET-RAG default")
+    chunk_overlap: int = Field(100, ge=0, description="tokens shared by consecutive chunks (less than chunk_size)")
+    chunking: Literal["tokens", "semantic"] = Field("tokens", description="`semantic`: semchunk (DA-RAG)")
+    splits: int = Field(3, ge=0, le=6, description="KET-RAG m: sub-chunks by halving a chunk m times")
+    min_subchunk_tokens: int = Field(
+        100, ge=10, le=100_000, description="a piece is not halved into halves under this size"
+    )
+    batch_documents: int = Field(
+        256, ge=1, le=100_000, description="documents prepared (chunked, parsed, embedded) at once"
+    )
+    group_chunks: int = Field(256, ge=1, le=100_000, description="chunks per write transaction (whole documents only)")
+    max_document_bytes: int = Field(
+        default_factory=lambda: get_settings().max_document_bytes,
+        ge=1,
+        description="largest document in UTF-8 bytes (default GRAPHSTRATA_MAX_DOCUMENT_BYTES)",
+    )
+    extractor: Literal["auto", "llm", "spacy", "none"] = Field(
+        "auto",
+        description="knowledge extraction per chunk: `auto` is the LLM when one is configured, else spaCy "
+        "(the no-LLM extractor); `none` writes no extraction layer",
+    )
+    extract_core_only: bool = Field(
+        False, description="KET-RAG: extract only the core chunks (passed as `core_chunk_ids`), the rest is skipped"
+    )
+    max_descriptions: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description="distinct descriptions kept on an entity or RELATED edge (the most asserted first)",
+    )
+    extraction_schema: ExtractionSchema | None = Field(
+        None, description="entity/relation types and prompt of LLM extraction (None: the built-in ones)"
+    )
+    allow_schema_change: bool = Field(
+        False, description="LLM-extract with another schema than the one recorded on the graph (mixing them)"
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> IngestOptions:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
+        return self
+
+
+class IngestReport(BaseModel):
+    documents_new: int = 0
+    documents_replaced: int = 0
+    documents_unchanged: int = 0
+    chunks: int = 0
+    subchunks: int = 0
+    entities_new: int = 0
+    mentions: int = 0
+    term_mentions: int = 0
+    cooccurrence_pairs: int = 0
+    keywords: int = 0
+    sentences: int = 0
+    extracted_chunks: int = 0
+    relations: int = 0
+    semantic_units: int = 0
+    rows_written: int = 0
+    errors: list[str] = Field(default_factory=list)
+    #: Invalid triples, entities or lines of an extractions file left out by ``--skip-invalid``.
+    skipped_invalid: list[str] = Field(default_factory=list)
+    #: Input records merged, replaced by a later one, or given a derived identity (ingest/identity.py).
+    identity_notes: list[str] = Field(default_factory=list)
+    #: Documents whose stored version this ingest replaced (their text changed since the last ingest).
+    replaced: list[str] = Field(default_factory=list)
+    #: Chunks whose extraction failed: ``{doc, title, chunk (ordinal), error}``. Their documents are
+    #: written without that chunk's extraction and retried by the next ingest.
+    failed_chunks: list[dict] = Field(default_factory=list)
+    #: LLM cost of this ingest per stage: calls, prompt/completion tokens, cache hits, retries, failures.
+    llm: dict[str, dict[str, int]] = Field(default_factory=dict)
+    seconds: dict[str, float] = Field(default_factory=dict)
+    #: The KET-RAG profile's choice of core chunks and the extraction cost it saved.
+    ketrag: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_written / max(self.seconds.get("write", 0.0), 1e-9)
+
+    def add(self, other: IngestReport) -> None:
+        for name, value in other:
+            if isinstance(value, int):
+                setattr(self, name, getattr(self, name) + value)
+        self.errors += other.errors
+        self.skipped_invalid += other.skipped_invalid
+        self.identity_notes += other.identity_notes
+        self.replaced += other.replaced
+        self.failed_chunks += other.failed_chunks
+        self.ketrag = other.ketrag or self.ketrag
+        for stage, counts in other.llm.items():
+            mine = self.llm.setdefault(stage, {})
+            for k, v in counts.items():
+                mine[k] = mine.get(k, 0) + v
+        for k, v in other.seconds.items():
+            self.seconds[k] = self.seconds.get(k, 0.0) + v
