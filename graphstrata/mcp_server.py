@@ -85,7 +85,7 @@ def _items(result: Any) -> list[dict[str, Any]]:
 
 def method_text(name: str) -> str:
     """A method's summary and parameters with defaults, as Markdown."""
-    from graphstrata.server.app import describe_methods
+    from graphstrata.server.questions import describe_methods
 
     info = next(m for m in describe_methods() if m["name"] == name)
     lines = [
@@ -146,7 +146,7 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     @reported
     def list_methods() -> list[dict[str, Any]]:
         """The retrieval methods with their summaries and parameters (with defaults)."""
-        from graphstrata.server.app import describe_methods
+        from graphstrata.server.questions import describe_methods
 
         return describe_methods()
 

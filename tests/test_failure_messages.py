@@ -10,8 +10,8 @@ import pytest
 
 from graphstrata.config import Settings
 from graphstrata.neo4j_dist import LauncherError, _download_failure, ensure_distribution
-from graphstrata.server.app import load_uploads
 from graphstrata.server.errors import ApiError
+from graphstrata.server.ingest_jobs import load_uploads
 
 
 def test_unwritable_download_folder_is_a_clear_launcher_error(tmp_path: Path) -> None:

@@ -337,7 +337,7 @@ def test_extra_neo4j_settings_cannot_override_the_launchers(tmp_path: Path) -> N
 def test_write_error_messages_say_what_is_known_and_map_to_api_codes() -> None:
     from neo4j.exceptions import ServiceUnavailable
 
-    from graphstrata.server.app import classify_error
+    from graphstrata.server.state import classify_error
 
     refused = IngestWriteError("write", ["big.txt"], TransactionTooLarge("over db.memory.transaction.max"))
     assert refused.rolled_back and "nothing of it was written" in str(refused) and "'big.txt'" in str(refused)

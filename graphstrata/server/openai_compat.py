@@ -138,7 +138,7 @@ def reply_pieces(stream: Any) -> Iterator[str]:
 async def stream_reply(stream: Any, cid: str, model: str) -> AsyncIterator[bytes]:
     """``chat.completion.chunk`` events; a failure after the first byte (the model's stream broke)
     becomes an ``{"error": …}`` event, as OpenAI sends it, since the status line is gone."""
-    from graphstrata.server.app import classify_error
+    from graphstrata.server.state import classify_error
 
     pieces = reply_pieces(stream)
     try:
@@ -160,7 +160,7 @@ async def stream_reply(stream: Any, cid: str, model: str) -> AsyncIterator[bytes
 
 
 def router(state: Any) -> APIRouter:
-    """The /v1 routes over the server's shared :class:`~graphstrata.server.app.ServerState`."""
+    """The /v1 routes over the server's shared :class:`~graphstrata.server.state.ServerState`."""
     api = APIRouter(prefix="/v1", tags=["openai-compatible"])
 
     @api.get("/models", summary="One model per retrieval method (graphstrata-<method>)")

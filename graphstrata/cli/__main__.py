@@ -1,0 +1,3 @@
+from graphstrata.cli import main
+
+main()

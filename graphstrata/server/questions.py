@@ -1,0 +1,212 @@
+"""Questions over HTTP: `POST /retrieve`, `POST /ask` (optionally streamed as server-sent events),
+`POST /cypher/ask`, `GET /methods`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from graphstrata.config import Settings
+from graphstrata.server.errors import ApiError, error_body
+from graphstrata.server.models import AskIn, CypherQuestion, QueryIn
+from graphstrata.server.state import ServerState, classify_error
+
+log = logging.getLogger("graphstrata.server")
+
+
+def check_query(q: QueryIn, settings: Settings) -> None:
+    from graphstrata.limits import is_blank
+    from graphstrata.retrieval.base import METHODS, _load_methods
+
+    _load_methods()
+    if q.method not in METHODS:
+        raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(sorted(METHODS))}")
+    if is_blank(q.question):
+        raise ApiError(400, "empty_question", "the question is empty")
+    if len(q.question) > settings.max_question_chars:
+        raise ApiError(
+            400,
+            "bad_parameters",
+            f"the question has {len(q.question)} characters, over the limit of {settings.max_question_chars} "
+            "(GRAPHSTRATA_MAX_QUESTION_CHARS)",
+        )
+
+
+def describe_methods() -> list[dict[str, Any]]:
+    """Each method with its summary and parameters (type, default, bounds, description)."""
+    from graphstrata.retrieval.base import METHODS, _load_methods
+
+    _load_methods()
+    out = []
+    for name in sorted(METHODS):
+        cls = METHODS[name]
+        schema = cls.Params.model_json_schema()
+        props = schema.get("properties", {})
+        params: dict[str, Any] = {}
+        for pname, fld in cls.Params.model_fields.items():
+            prop = props.get(pname, {})
+            entry: dict[str, Any] = {"default": fld.get_default(call_default_factory=True)}
+            if "type" in prop:
+                entry["type"] = prop["type"]
+            elif "anyOf" in prop:
+                entry["type"] = [a.get("type", "object") for a in prop["anyOf"]]
+            for key in ("description", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "enum"):
+                if key in prop:
+                    entry[key] = prop[key]
+            params[pname] = entry
+        out.append({"name": name, "summary": cls.summary, "parameters": params})
+    return out
+
+
+def sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n".encode()
+
+
+async def stream_answer(stream: Any, result: Any) -> AsyncIterator[bytes]:
+    """Server-sent events: ``retrieval`` (the context), ``token`` … , then ``done`` (answer,
+    citations) or ``error``. The model's stream is read by a thread; when the client goes away
+    (this generator is cancelled) the thread stops at the next piece and closes the model's stream."""
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    cancelled = threading.Event()
+
+    def put(kind: str, value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is gone (server shutting down)
+            loop.call_soon_threadsafe(pieces.put_nowait, (kind, value))
+
+    def produce() -> None:
+        iterator = iter(stream)
+        try:
+            for piece in iterator:
+                if cancelled.is_set():
+                    break
+                put("token", piece)
+            else:
+                put("done", stream.answer)
+        except Exception as e:
+            code, message = classify_error(e)
+            if code == "internal":
+                log.exception("answer stream failed")
+            put("error", error_body(code, message if code != "internal" else "the answer stream failed"))
+        finally:
+            iterator.close()  # stops the model's HTTP stream if we left early
+            put("end", None)
+
+    thread = threading.Thread(target=produce, name="answer-stream", daemon=True)
+    try:
+        yield sse("retrieval", result.model_dump(mode="json"))
+        thread.start()
+        while True:
+            kind, value = await pieces.get()
+            if kind == "token":
+                yield sse("token", {"text": value})
+            elif kind == "done":
+                yield sse(
+                    "done",
+                    {
+                        "answer": value.answer,
+                        "citations": value.citations,
+                        "model": value.model,
+                        "note": value.note,
+                        "method": value.method,
+                    },
+                )
+            elif kind == "error":
+                yield sse("error", value)
+            else:
+                return
+    finally:
+        cancelled.set()
+
+
+# ------------------------------------------------------------------------------------------------
+# the app
+# ------------------------------------------------------------------------------------------------
+
+
+def router(state: ServerState, settings: Settings) -> APIRouter:
+    """The question routes."""
+    r = APIRouter()
+
+    @r.post("/retrieve", tags=["questions"], summary="Context for a question")
+    async def retrieve(q: QueryIn, request: Request) -> dict[str, Any]:
+        """The same as `GraphStrata.retrieve(question, method, **params)`, stopped after
+        GRAPHSTRATA_REQUEST_TIMEOUT seconds (504 `deadline_exceeded`) or when the client leaves."""
+        check_query(q, settings)
+        result = await state.bounded.run(
+            request, lambda: state.gs().retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
+        return result.model_dump(mode="json")
+
+    @r.post(
+        "/ask",
+        tags=["questions"],
+        summary="An answer with citations (optionally streamed)",
+        responses={200: {"content": {"application/json": {}, "text/event-stream": {}}}},
+    )
+    async def ask(q: AskIn, request: Request) -> Any:
+        """The same as `GraphStrata.ask(question, method, **params)`. With `stream: true` the
+        answer comes as server-sent events: `retrieval` (the context), `token` (`{"text"}`) …, then
+        `done` (`{"answer", "citations", "model"}`) or `error` (`{"error": {"code", "message"}}`)."""
+        from graphstrata.generate import AnswerStream
+
+        check_query(q, settings)
+        gs = await run_in_threadpool(state.gs)
+        if not q.stream:
+            answer = await state.bounded.run(
+                request, lambda: gs.ask(q.question, q.method, **q.params), settings.request_timeout
+            )
+            return answer.model_dump(mode="json")
+        result = await state.bounded.run(
+            request, lambda: gs.retrieve(q.question, q.method, **q.params), settings.request_timeout
+        )
+        stream = AnswerStream(q.question, result, settings, client=gs.llm)
+        return StreamingResponse(
+            stream_answer(stream, result),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @r.post("/cypher/ask", tags=["questions"], summary="A question in plain language, as read-only Cypher")
+    def cypher_ask(q: CypherQuestion) -> dict[str, Any]:
+        """The configured model writes Cypher from the documented data model; it is run read-only
+        (`EXPLAIN` + a READ transaction). `{question, cypher, explanation, keys, rows}`; 403
+        `write_refused` for a query that writes, 400 `bad_cypher` for invalid Cypher (the query is in
+        the message), 400 `llm_unavailable` with no model configured (a request this server cannot
+        serve as configured; 502 is kept for a model endpoint that fails)."""
+        from graphstrata import text2cypher
+        from graphstrata.cypher.queries import WriteRefused
+
+        if not q.question.strip():
+            raise ApiError(400, "empty_question", "the question is empty")
+        if not settings.llm_enabled:
+            raise ApiError(
+                400,
+                "llm_unavailable",
+                "text-to-Cypher needs a language model and none is configured (OPENAI_BASE_URL/OPENAI_API_KEY and "
+                "GRAPHSTRATA_CHAT_MODEL); write the query yourself: `graphstrata cypher --query '…'` or a library "
+                "query",
+            )
+        gs = state.gs()
+        draft = text2cypher.draft(gs.db, gs.llm, q.question)
+        try:
+            return text2cypher.run(gs.db, draft.cypher, q.question, draft.explanation).model_dump(mode="json")
+        except WriteRefused as e:
+            raise ApiError(403, "write_refused", f"{e}: {draft.cypher}") from e
+        except text2cypher.CypherError as e:
+            raise ApiError(400, "bad_cypher", f"{e}: {draft.cypher}") from e
+
+    @r.get("/methods", tags=["questions"], summary="Retrieval methods and their parameters")
+    def methods() -> dict[str, Any]:
+        return {"methods": describe_methods()}
+
+    return r
