@@ -4,7 +4,9 @@
   k_default = floor(ln|V| * sqrt(mean degree)) and sampled betweenness (k = 10 samples) above
   mean * floor(log10 |V|); each important entity gets an Attribute (A) summarising its relations
   and semantic units.
-- `communities` — Leiden on G2; per community a HighLevel element (H) and its Overview title (O).
+- `communities` — Leiden on G2; per community its high-level elements (H), each with its Overview
+  title (O): with a model, the elements it extracts from all the community's statements; offline, one
+  extractive H titled by the community's best-connected entity names.
 - `semantic_matching` — Algorithm 2: K-means (K = sqrt|S ∪ A ∪ H|) on embeddings; GROUPS edges
   from each H to the S/A nodes of its community that share its cluster.
 
@@ -17,11 +19,13 @@ import math
 from collections import defaultdict
 
 import numpy as np
+from pydantic import BaseModel, Field
 
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
-from graphstrata.summarize import summarize
+from graphstrata.llm import ExtractionFailed
+from graphstrata.summarize import prompt_statements, summarize
 from graphstrata.text.names import hid
 
 G1_NODES = ["Entity", "SemanticUnit", "Relation"]
@@ -30,7 +34,29 @@ ATTRIBUTE_PROMPT = (
     "Write a short attribute summary of the entity '{name}' (2-3 sentences) from these statements about it."
 )
 HIGH_LEVEL_PROMPT = "Summarize the core idea shared by these statements in two or three sentences."
-TITLE_PROMPT = "Give a short title (at most six words) for this summary. Reply with the title only."
+#: §2.3.2: "an LLM is utilized to analyze the aggregated content, extracting high-level elements (H) that
+#: encapsulate the core information of the community, such as summaries, sentiment analysis, and other
+#: significant insights", each with a keyword title, the high-level overview (O).
+HIGH_LEVEL_ELEMENTS_PROMPT = """\
+Below are statements from one community of a knowledge graph. Extract its high-level elements: the
+core ideas, themes, summaries and other significant insights the statements support together, each
+as a self-contained description of 1-3 sentences with a short keyword title (at most six words).
+Give {low} to {high} elements, fewer when the statements hold fewer distinct ideas. Reply with one
+JSON object: {{"elements": [{{"title": "...", "description": "..."}}]}}
+
+Statements:
+{statements}"""
+#: Offline, without a model: the statements an extractive attribute is chosen from (each kind, by id).
+OFFLINE_ATTRIBUTE_ITEMS = 12
+
+
+class HighLevelElement(BaseModel):
+    title: str = Field(min_length=1, max_length=200)
+    description: str = Field(min_length=1)
+
+
+class HighLevelElements(BaseModel):
+    elements: list[HighLevelElement] = Field(min_length=1, max_length=8)
 
 
 def k_default(n_nodes: int, n_undirected_rels: int) -> int:
@@ -85,8 +111,11 @@ def important_entities(ctx: AugmentContext) -> StageReport:
 def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> list[dict]:
     contexts = []
     for start in range(0, len(ids), 500):
-        contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500], max_items=12)
-    groups = [c["relations"] + c["units"] for c in contexts]
+        contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500])
+    # the model reads all the entity's statements (most central first, up to a token limit); the
+    # extractive substitute keeps choosing among the first OFFLINE_ATTRIBUTE_ITEMS of each kind
+    cap = None if ctx.llm is not None else OFFLINE_ATTRIBUTE_ITEMS
+    groups = [c["relations"][:cap] + c["units"][:cap] for c in contexts]
     prompts = [ATTRIBUTE_PROMPT.format(name=c["name"]) for c in contexts]
     summaries = _summaries(ctx, groups, prompts, "attribute")
     rows = [
@@ -172,30 +201,64 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
     for start in range(0, len(community_ids), 500):
         groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
     groups = [g for g in groups if len(g["texts"]) >= min_texts]
-    summaries = _summaries(ctx, [g["texts"] for g in groups], [HIGH_LEVEL_PROMPT] * len(groups), "high_level")
     if ctx.llm is not None:
-        with ctx.tracker.stage("overview titles", len(groups)) as advance:
-            titles = ctx.llm.map(
-                lambda text: ctx.llm.chat(
-                    [{"role": "user", "content": f"{TITLE_PROMPT}\n\n{text}"}], stage="overview"
-                ).strip(),
-                [text for text, _ in summaries],
-                progress=lambda done, total: advance(1),
-            )
-    else:  # keyphrase title: the community's best-connected entity names
-        titles = [", ".join(g["names"][:3]) or text[:60] for g, (text, _) in zip(groups, summaries, strict=True)]
-    rows = [
-        {
-            "community": g["id"],
-            "id": hid("high_level", g["id"]),
-            "overview_id": hid("overview", g["id"]),
-            "text": text,
-            "title": title,
-            "extractor": extractor,
-        }
-        for g, (text, extractor), title in zip(groups, summaries, titles, strict=True)
-    ]
+        rows = _high_level_elements(ctx, groups, int(ctx.params.get("max_high_level", 5)))
+    else:  # one extractive H per community; keyphrase title: its best-connected entity names
+        summaries = _summaries(ctx, [g["texts"] for g in groups], [HIGH_LEVEL_PROMPT] * len(groups), "high_level")
+        rows = [
+            _high_level_row(g, 0, text, ", ".join(g["names"][:3]) or text[:60], extractor)
+            for g, (text, extractor) in zip(groups, summaries, strict=True)
+        ]
     _embed_rows(ctx, rows, "high_level vectors")
+    return rows
+
+
+def _high_level_row(group: dict, i: int, text: str, title: str, extractor: str) -> dict:
+    # the first element keeps the id a community's single H has always had
+    suffix = (i,) if i else ()
+    return {
+        "community": group["id"],
+        "id": hid("high_level", group["id"], *suffix),
+        "overview_id": hid("overview", group["id"], *suffix),
+        "text": text,
+        "title": title,
+        "extractor": extractor,
+    }
+
+
+def _high_level_elements(ctx: AugmentContext, groups: list[dict], most: int) -> list[dict]:
+    """§2.3.2 with a model: per community, its high-level elements (H) with their titles (O), from all
+    its statements (most central first, up to the prompt's token limit); one call per community."""
+    llm = ctx.llm
+
+    def ask(g: dict) -> HighLevelElements:
+        texts = [t["text"] for t in g["texts"] if t["text"]]
+        vecs = [t.get("embedding") for t in g["texts"] if t["text"]]
+        vectors = np.array(vecs, dtype=np.float32) if texts and all(v is not None for v in vecs) else None
+        statements = "\n".join(f"- {t}" for t in prompt_statements(texts, vectors))
+        prompt = HIGH_LEVEL_ELEMENTS_PROMPT.format(low=1, high=most, statements=statements)
+        return llm.chat_json([{"role": "user", "content": prompt}], HighLevelElements, stage="high_level")
+
+    with ctx.tracker.stage("high_level elements", len(groups)) as advance:
+        answers = llm.map(ask, groups, progress=lambda done, total: advance(1), return_exceptions=True)
+    rows, failed = [], []
+    for g, answer in zip(groups, answers, strict=True):
+        if isinstance(answer, ExtractionFailed):
+            failed.append(g)
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            rows += [
+                _high_level_row(g, i, e.description.strip(), e.title.strip(), "llm")
+                for i, e in enumerate(answer.elements[:most])
+            ]
+    if failed:  # a community whose replies stayed invalid gets the extractive element, not none
+        plain = AugmentContext(ctx.db, ctx.embedder, ctx.settings, params=ctx.params)
+        texts = _summaries(plain, [g["texts"] for g in failed], [HIGH_LEVEL_PROMPT] * len(failed), "high_level")
+        rows += [
+            _high_level_row(g, 0, text, ", ".join(g["names"][:3]) or text[:60], extractor)
+            for g, (text, extractor) in zip(failed, texts, strict=True)
+        ]
     return rows
 
 

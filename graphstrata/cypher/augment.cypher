@@ -51,15 +51,15 @@ CALL gds.graph.list($graph) YIELD nodeCount, relationshipCount
 RETURN nodeCount AS nodes, relationshipCount AS rels;
 
 // name: entity_context
-// What an attribute summary is made from (NodeRAG §2.3): an entity's relations and semantic units,
-// the first $max_items of each by id (not store order, so re-runs summarise the same statements).
+// What an attribute summary is made from (NodeRAG §2.3): all of an entity's relations and semantic
+// units, by id (not store order, so re-runs summarise the same statements); the caller chooses.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 RETURN e.id AS id, e.name AS name,
        COLLECT { MATCH (u:SemanticUnit)-[:MENTIONS]->(e) WITH DISTINCT u ORDER BY u.id
-                 RETURN u {.text, .embedding} LIMIT $max_items } AS units,
+                 RETURN u {.text, .embedding} } AS units,
        COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation) WITH DISTINCT r ORDER BY r.id
-                 RETURN r {.text, .embedding} LIMIT $max_items } AS relations;
+                 RETURN r {.text, .embedding} } AS relations;
 
 // name: delete_label
 CALL (*) {
