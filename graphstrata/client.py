@@ -181,15 +181,9 @@ class GraphStrata:
         `stages` picks some (default: all, in pipeline order); `params` override stage parameters
         (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
         from graphstrata.augment import AugmentContext, run
-
-        llm = None
-        if self.settings.llm_enabled:
-            from graphstrata.llm import LLMClient
-
-            llm = LLMClient.from_settings(self.settings)
         from graphstrata.retrieval.base import warm
 
-        ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=llm, params=params)
+        ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=self.llm, params=params)
         reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))
         warm(self.db, self.settings.gds_concurrency)  # the first PPR question finds its projection built
@@ -198,11 +192,11 @@ class GraphStrata:
     # --- questions ----------------------------------------------------------------------------
     def retrieve(self, question: str, method: str = "vector", **params: Any) -> RetrievalResult:
         """Context for `question` by `method` (see `methods()`), packed into `budget` tokens."""
-        return get_retriever(method, self.db, self.embedder, self.settings).retrieve(question, **params)
+        return get_retriever(method, self.db, self.embedder, self.settings, self.llm).retrieve(question, **params)
 
     def ask(self, question: str, method: str = "vector", **params: Any) -> Answer:
         """Retrieve, then answer with the configured model (or return the evidence when none is)."""
-        return answer(question, self.retrieve(question, method, **params), self.settings)
+        return answer(question, self.retrieve(question, method, **params), self.settings, client=self.llm)
 
     @staticmethod
     def methods() -> dict[str, dict[str, Any]]:

@@ -3,6 +3,7 @@ it, so methods are compared on retrieval alone), citing the node ids the answer 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -53,14 +54,15 @@ def cited_ids(text: str, result: RetrievalResult) -> list[str]:
     return ids
 
 
-def answer(question: str, result: RetrievalResult, settings: Settings | None = None) -> Answer:
+def answer(question: str, result: RetrievalResult, settings: Settings | None = None, client: Any = None) -> Answer:
+    """``client``: the caller's shared LLM client (by default one is opened for the call)."""
     settings = settings or get_settings()
     if not settings.llm_enabled:
         return Answer(question=question, method=result.method, answer=None, note=NO_MODEL, retrieval=result)
     from graphstrata.llm import LLMClient
 
-    with LLMClient.from_settings(settings) as client:
-        text = client.chat(build_messages(question, result), stage="answer")
+    with contextlib.nullcontext(client) if client is not None else LLMClient.from_settings(settings) as llm:
+        text = llm.chat(build_messages(question, result), stage="answer")
     return Answer(
         question=question,
         method=result.method,

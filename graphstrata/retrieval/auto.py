@@ -213,7 +213,9 @@ class AutoRetriever(Retriever):
         if p.top_k is not None:
             params["top_k"] = p.top_k
         params.update(p.method_params.get(chosen.method, {}))
-        result = get_retriever(chosen.method, self.db, self.embedder, self.settings).retrieve(question, **params)
+        result = get_retriever(chosen.method, self.db, self.embedder, self.settings, self.llm).retrieve(
+            question, **params
+        )
         for stage, ms in result.timings_ms.items():
             t.ms[f"{chosen.method}.{stage}"] = ms
         return result

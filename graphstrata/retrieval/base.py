@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -16,6 +16,9 @@ from graphstrata.config import Settings, get_settings
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
 from graphstrata.text.tokens import count_tokens, fit, truncate
+
+if TYPE_CHECKING:
+    from graphstrata.llm import LLMClient
 
 # Lucene's HNSW search uses k as its beam width, so a small k can miss a true nearest neighbour
 # (measured on hotpotqa: 5 of 1,000 semantic-unit top-10 slots). Queries ask the index for at least
@@ -162,10 +165,26 @@ class Retriever(ABC):
     summary: ClassVar[str]
     Params: ClassVar[type[RetrieverParams]] = RetrieverParams
 
-    def __init__(self, db: Database, embedder: Embedder, settings: Settings | None = None) -> None:
+    def __init__(
+        self, db: Database, embedder: Embedder, settings: Settings | None = None, llm: LLMClient | None = None
+    ) -> None:
         self.db = db
         self.embedder = embedder
         self.settings = settings or get_settings()
+        #: the client of the GraphStrata (or server) that made this retriever: one cache, one usage
+        #: ledger, one concurrency bound for every model call it makes
+        self.llm = llm
+
+    @contextmanager
+    def llm_client(self) -> Iterator[LLMClient]:
+        """The shared client when the retriever was given one, else one for its settings, closed after."""
+        if self.llm is not None:
+            yield self.llm
+            return
+        from graphstrata.llm import LLMClient
+
+        with LLMClient.from_settings(self.settings) as client:
+            yield client
 
     def retrieve(self, question: str, **params: Any) -> RetrievalResult:
         if not isinstance(question, str) or not question.strip():
@@ -198,11 +217,13 @@ class Retriever(ABC):
         return self.embedder.embed([question])[0].tolist()
 
 
-def get_retriever(method: str, db: Database, embedder: Embedder, settings: Settings | None = None) -> Retriever:
+def get_retriever(
+    method: str, db: Database, embedder: Embedder, settings: Settings | None = None, llm: LLMClient | None = None
+) -> Retriever:
     _load_methods()
     if method not in METHODS:
         raise RetrievalError(f"unknown method {method!r}; available: {', '.join(sorted(METHODS))}")
-    return METHODS[method](db, embedder, settings)
+    return METHODS[method](db, embedder, settings, llm)
 
 
 def available_methods() -> dict[str, dict[str, Any]]:

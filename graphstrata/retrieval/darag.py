@@ -517,7 +517,6 @@ class DARAGRetriever(Retriever):
     def _assess(self, question: str, cands: list[_Candidate], p: DARAGParams) -> dict[str, Any]:
         """Φ_LLM(q, H^k) of §5.1 for every candidate, one call each (stage darag_report). A candidate
         whose call fails keeps QRScore as its score and its extractive rendering as its report."""
-        from graphstrata.llm import LLMClient
 
         def prompt(c: _Candidate) -> list[dict[str, str]]:
             text = truncate(c.rendering, PROMPT_TOKENS)
@@ -531,13 +530,15 @@ class DARAGRetriever(Retriever):
             )
             return [{"role": "system", "content": REPORT_SYSTEM}, {"role": "user", "content": body}]
 
-        with LLMClient.from_settings(self.settings) as llm:
+        with self.llm_client() as llm:
+            before = llm.usage().get(REPORT_STAGE, {})
             results = llm.map(
                 lambda c: llm.chat_json(prompt(c), CommunityAssessment, stage=REPORT_STAGE, max_reasks=1),
                 cands,
                 return_exceptions=True,
             )
-            usage = llm.usage().get(REPORT_STAGE, {})
+            # this question's share of the (possibly shared) client's ledger
+            usage = {k: v - before.get(k, 0) for k, v in llm.usage().get(REPORT_STAGE, {}).items()}
         failures = []
         for c, r in zip(cands, results, strict=True):
             if isinstance(r, CommunityAssessment):

@@ -269,7 +269,9 @@ class FusionRetriever(Retriever):
             start = time.perf_counter()
             try:
                 params = {"budget": p.budget, **p.method_params.get(method, {})}
-                return get_retriever(method, self.db, self.embedder, self.settings).retrieve(question, **params)
+                return get_retriever(method, self.db, self.embedder, self.settings, self.llm).retrieve(
+                    question, **params
+                )
             finally:
                 ms[method] = (time.perf_counter() - start) * 1000
 

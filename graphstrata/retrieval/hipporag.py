@@ -121,7 +121,7 @@ class HippoRAGRetriever(Retriever):
     Params = HippoRAGParams
 
     def _link(self, question: str) -> tuple[list[str], str, list[LinkedEntity]]:
-        names, source = question_entities(question, self.settings)
+        names, source = question_entities(question, self.settings, self.llm)
         return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS])
 
     def _retrieve(

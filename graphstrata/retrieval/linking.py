@@ -17,6 +17,7 @@ specificity); NodeRAG (arXiv:2504.11544) §2.5 (accurate search of query entitie
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -28,6 +29,7 @@ from graphstrata.text.nlp import SKIP_ENTITY_LABELS, query_doc
 if TYPE_CHECKING:
     from graphstrata.config import Settings
     from graphstrata.db import Database
+    from graphstrata.llm import LLMClient
 
 LLM_STAGE = "query_entities"
 QUERY_ENTITIES_PROMPT = (
@@ -78,13 +80,13 @@ def spacy_query_entities(question: str) -> list[str]:
 _CACHE: dict[tuple[str, str, str], list[str]] = {}
 
 
-def _llm_entities(question: str, settings: Settings) -> list[str] | None:
+def _llm_entities(question: str, settings: Settings, client: LLMClient | None = None) -> list[str] | None:
     from graphstrata.llm import LLMClient, LLMError
 
     key = (question, settings.openai_base_url or "", settings.chat_model or "")
     if key in _CACHE:
         return _CACHE[key]
-    with LLMClient.from_settings(settings) as llm:
+    with contextlib.nullcontext(client) if client is not None else LLMClient.from_settings(settings) as llm:
         try:
             reply = llm.chat_json(
                 [
@@ -102,11 +104,11 @@ def _llm_entities(question: str, settings: Settings) -> list[str] | None:
     return _CACHE[key]
 
 
-def question_entities(question: str, settings: Settings) -> tuple[list[str], str]:
+def question_entities(question: str, settings: Settings, client: LLMClient | None = None) -> tuple[list[str], str]:
     """The question's entities and where they came from (``llm`` or ``spacy``; ``spacy`` also when
-    the LLM call fails)."""
+    the LLM call fails). ``client``: the caller's shared LLM client (else one is opened for the call)."""
     if settings.llm_enabled:
-        found = _llm_entities(question, settings)
+        found = _llm_entities(question, settings, client)
         if found is not None:
             return list(found), "llm"
     return spacy_query_entities(question), "spacy"

@@ -155,7 +155,7 @@ class NodeRAGRetriever(Retriever):
     def _accurate(self, question: str, k: int) -> tuple[list[str], str, list[LinkedEntity], list[dict], Any]:
         """Query entities, their links to N, the overview titles (O) that match them, and the graph's
         version (which heterograph to walk)."""
-        names, source = question_entities(question, self.settings)
+        names, source = question_entities(question, self.settings, self.llm)
         names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
         linked = link_entities(self.db, names)
         terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)

@@ -400,9 +400,9 @@ class SGRAGRetriever(Retriever):
         if p.query_graph is not None:
             return QueryGraphSpec.model_validate(json.loads(p.query_graph)), "param"
         if self.settings.llm_enabled:
-            from graphstrata.llm import LLMClient, LLMError
+            from graphstrata.llm import LLMError
 
-            with LLMClient.from_settings(self.settings) as llm:
+            with self.llm_client() as llm:
                 try:
                     spec = llm.chat_json(
                         [
