@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,15 @@ class GDS:
 
     def drop(self, name: str) -> None:
         self.db.read(query("gds.graph_drop"), name=name)
+
+    @contextmanager
+    def temporary(self, projection: Projection) -> Iterator[Projection]:
+        """``with gds.temporary(gds.project…(…)) as p:`` — a projection for one run of an algorithm,
+        dropped afterwards whatever happens (augment's stages; retrieval reuses its projections)."""
+        try:
+            yield projection
+        finally:
+            self.drop(projection.name)
 
     def drop_all(self) -> None:
         for row in self.db.read(query("gds.graph_list_prefix"), prefix=PREFIX):

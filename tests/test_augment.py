@@ -218,3 +218,14 @@ def test_darag_chunk_edges_follow_kg_relations(ctx: AugmentContext) -> None:
             expected.add((c1, c2))
     got = {(r["a"], r["b"]) for r in db.read("MATCH (a:Chunk)-[:CHUNK_RELATED]->(b:Chunk) RETURN a.id AS a, b.id AS b")}
     assert got == expected and expected  # Meiji's chunk relates to Kyoto's and Tokyo's
+
+
+def test_a_temporary_projection_is_dropped_even_when_its_run_fails(graph: Database) -> None:
+    from graphstrata.gds import GDS
+
+    gds = GDS(graph)
+    with pytest.raises(RuntimeError, match="algorithm failed"):
+        with gds.temporary(gds.project("tmp_probe", "*", "*", force=True)) as p:
+            assert gds.exists(p.name)
+            raise RuntimeError("algorithm failed")
+    assert not gds.exists(p.name)

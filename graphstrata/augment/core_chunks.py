@@ -23,20 +23,19 @@ def core_chunks(ctx: AugmentContext) -> StageReport:
     beta = float(ctx.params.get("beta", 0.8))
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     # The KNN graph is undirected and simple (KET-RAG adds both neighbour kinds to one nx.Graph).
-    p = gds.project(
-        "chunk_pagerank",
-        "Chunk",
-        {"SIMILAR": {"type": "SIMILAR", "orientation": "UNDIRECTED", "aggregation": "SINGLE"}},
-        force=True,
-    )
-    try:
+    with gds.temporary(
+        gds.project(
+            "chunk_pagerank",
+            "Chunk",
+            {"SIMILAR": {"type": "SIMILAR", "orientation": "UNDIRECTED", "aggregation": "SINGLE"}},
+            force=True,
+        )
+    ) as p:
         rows = ctx.db.read(
             query("augment.pagerank_stream"),
             graph=p.name,
             config=gds.params(dampingFactor=DAMPING, maxIterations=100, tolerance=1e-9),
         )
-    finally:
-        gds.drop(p.name)
     scores = {r["id"]: float(r["score"]) for r in rows}
     core = select_core(scores, beta)
     ctx.db.write_batches(

@@ -83,8 +83,7 @@ def important_entities(ctx: AugmentContext) -> StageReport:
     ctx.db.write(query("augment.clear_important"))
     # projected in id order, betweenness single-threaded: the sampled sources and the sums do not depend
     # on the store's node order or on thread timing, so re-runs select the same entities
-    p = gds.project_ordered("noderag_g1", G1_NODES, G1_RELS, force=True)
-    try:
+    with gds.temporary(gds.project_ordered("noderag_g1", G1_NODES, G1_RELS, force=True)) as p:
         if p.nodes == 0:
             return StageReport(stage="important_entities", counts={"important": 0})
         k = k_default(p.nodes, p.rels // 2)  # an undirected projection stores each edge twice
@@ -95,8 +94,6 @@ def important_entities(ctx: AugmentContext) -> StageReport:
         bconf = gds.params(samplingSeed=42, concurrency=1)
         bconf |= {"samplingSize": min(int(samples), p.nodes)} if samples else {}
         brows = ctx.db.read(query("augment.betweenness_stream"), graph=p.name, config=bconf)
-    finally:
-        gds.drop(p.name)
     betweenness = {r["n"]["id"]: float(r["score"]) for r in brows}
     important = select_important(cores, betweenness, p.nodes, k)
     rows = _attributes(ctx, sorted(important), cores, betweenness)
@@ -171,14 +168,13 @@ def communities(ctx: AugmentContext) -> StageReport:
         ctx.db.auto(query("augment.delete_label"), label=label)
     # in id order: Leiden's seeded, single-threaded run then sees the same graph on every re-run, although
     # important_entities re-creates the Attribute nodes (new store ids, another native order)
-    p = gds.project_ordered("noderag_g2", [*G1_NODES, "Attribute"], [*G1_RELS, "HAS_ATTRIBUTE"], force=True)
-    try:
+    with gds.temporary(
+        gds.project_ordered("noderag_g2", [*G1_NODES, "Attribute"], [*G1_RELS, "HAS_ATTRIBUTE"], force=True)
+    ) as p:
         if p.nodes == 0:
             return StageReport(stage="communities", counts={"communities": 0})
         config = gds.params(randomSeed=42, concurrency=1)  # seeded and single-threaded: reproducible
         rows = ctx.db.read(query("augment.leiden_stream"), graph=p.name, config=config)
-    finally:
-        gds.drop(p.name)
     members: dict[int, list[dict]] = defaultdict(list)
     for r in rows:
         members[r["community"]].append(r)
@@ -267,15 +263,14 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     ctx.db.write(query("augment.delete_groups"))
     # in id order: K-means' seeded initial centroids are picked by GDS node number
-    p = gds.project_ordered("noderag_kmeans", ["SemanticUnit", "Attribute", "HighLevel"], embedding=True, force=True)
-    try:
+    with gds.temporary(
+        gds.project_ordered("noderag_kmeans", ["SemanticUnit", "Attribute", "HighLevel"], embedding=True, force=True)
+    ) as p:
         if p.nodes < 2:
             return StageReport(stage="semantic_matching", counts={"groups": 0})
         k = max(1, round(math.sqrt(p.nodes)))  # Algorithm 2, step 2: K = sqrt(|V_{S,A,H}|)
         config = gds.params(nodeProperty="embedding", k=k, randomSeed=42, concurrency=1, maxIterations=50)
         rows = ctx.db.read(query("augment.kmeans_stream"), graph=p.name, config=config)
-    finally:
-        gds.drop(p.name)
     cell: dict[tuple[str, int], dict[str, list[str]]] = defaultdict(lambda: {"h": [], "sa": []})
     for r in rows:
         if r["community"] is None:

@@ -24,15 +24,13 @@ KNN_CONFIG = {"sampleRate": 1.0, "deltaThreshold": 0.0, "maxIterations": 50, "ra
 
 def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score)."""
-    p = gds.project_ordered(name, labels, embedding=True, force=True)  # seeded sampling by node number
-    try:
+    # ordered: the seeded sampling goes by node number
+    with gds.temporary(gds.project_ordered(name, labels, embedding=True, force=True)) as p:
         if p.nodes < 2:
             return []
         config = gds.params(nodeProperties={"embedding": "COSINE"}, topK=min(k, p.nodes - 1), **KNN_CONFIG)
         config["concurrency"] = 1  # with randomSeed, GDS KNN is deterministic only single-threaded
         rows = gds.db.read(query("augment.knn_stream"), graph=p.name, config=config)
-    finally:
-        gds.drop(p.name)
     pairs: dict[tuple[str, str], float] = {}
     for r in rows:
         key = (min(r["a"], r["b"]), max(r["a"], r["b"]))
