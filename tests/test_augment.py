@@ -224,8 +224,8 @@ def test_a_temporary_projection_is_dropped_even_when_its_run_fails(graph: Databa
     from graphstrata.gds import GDS
 
     gds = GDS(graph)
-    with pytest.raises(RuntimeError, match="algorithm failed"):
-        with gds.temporary(gds.project("tmp_probe", "*", "*", force=True)) as p:
-            assert gds.exists(p.name)
-            raise RuntimeError("algorithm failed")
+    projection = gds.project("tmp_probe", "*", "*", force=True)
+    with pytest.raises(RuntimeError, match="algorithm failed"), gds.temporary(projection) as p:
+        assert gds.exists(p.name)
+        raise RuntimeError("algorithm failed")
     assert not gds.exists(p.name)
