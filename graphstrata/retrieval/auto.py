@@ -34,11 +34,10 @@ from pydantic import Field
 
 from graphstrata.retrieval.base import (
     METHODS,
-    ContextItem,
     RetrievalResult,
+    Retrieved,
     Retriever,
     RetrieverParams,
-    Subgraph,
     Timer,
     _load_methods,
     get_retriever,
@@ -174,7 +173,7 @@ class AutoRetriever(Retriever):
     )
     Params = AutoParams
 
-    def _retrieve(self, question: str, p: AutoParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: AutoParams, t: Timer) -> Retrieved:
         _load_methods()
         with t.stage("classify"):
             shape = question_shape(question)
@@ -206,7 +205,7 @@ class AutoRetriever(Retriever):
             notes["rerouted_from_sgrag"] = rerouted
         if result.notes:
             notes["routed_notes"] = result.notes
-        return result.items, result.subgraph, notes
+        return Retrieved(result.items, result.subgraph, notes)
 
     def _run(self, question: str, chosen: Route, p: AutoParams, t: Timer) -> RetrievalResult:
         params: dict[str, Any] = {"budget": p.budget, **chosen.params}

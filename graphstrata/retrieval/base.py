@@ -8,7 +8,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -150,6 +150,14 @@ def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
     return fit_items(items, budget)
 
 
+class Retrieved(NamedTuple):
+    """What a method's ``_retrieve`` finds, before de-duplication and packing."""
+
+    items: list[ContextItem]  # best first
+    subgraph: Subgraph  # the nodes and relationships that explain the items
+    notes: dict[str, Any]  # the method's own diagnostics, shown to the user as they are
+
+
 METHODS: dict[str, type[Retriever]] = {}
 
 
@@ -194,23 +202,23 @@ class Retriever(ABC):
         except ValidationError as e:
             raise RetrievalError(f"bad parameters for {self.name}: {e}") from e
         timer = Timer()
-        items, subgraph, notes = self._retrieve(question.strip(), p, timer)
+        found = Retrieved(*self._retrieve(question.strip(), p, timer))
         with timer.stage("pack"):
-            packed = pack(dedupe(items), p.budget)
+            packed = pack(dedupe(found.items), p.budget)
         return RetrievalResult(
             method=self.name,
             question=question,
             items=packed,
-            subgraph=subgraph,
+            subgraph=found.subgraph,
             tokens=sum(i.tokens for i in packed),
             budget=p.budget,
             timings_ms=timer.ms,
             params=p.model_dump(),
-            notes=notes,
+            notes=found.notes,
         )
 
     @abstractmethod
-    def _retrieve(self, question: str, p: Any, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: Any, t: Timer) -> Retrieved:
         """Find and rank context; return (items best first, explaining subgraph, notes)."""
 
     def embed_query(self, question: str) -> list[float]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
 
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -72,9 +72,7 @@ class VectorRetriever(Retriever):
     name = "vector"
     summary = "Dense retrieval: vector-index top-k over chunk embeddings (Text-RAG baseline)."
 
-    def _retrieve(
-        self, question: str, p: RetrieverParams, t: Timer
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: RetrieverParams, t: Timer) -> Retrieved:
         with t.stage("embed"):
             v = self.embed_query(question)
         with t.stage("search"):
@@ -82,7 +80,7 @@ class VectorRetriever(Retriever):
                 query("retrieval.vector_chunks"), k=p.top_k, candidates=hnsw_candidates(p.top_k), vector=v
             )
         items = chunk_items(rows, "cosine similarity to the question")
-        return items, Subgraph(nodes=[i.node_id for i in items]), {}
+        return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), {})
 
 
 @register
@@ -90,13 +88,11 @@ class FulltextRetriever(Retriever):
     name = "fulltext"
     summary = "Lexical retrieval: Lucene (BM25) full-text over chunk text and titles."
 
-    def _retrieve(
-        self, question: str, p: RetrieverParams, t: Timer
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: RetrieverParams, t: Timer) -> Retrieved:
         q = lucene_terms(question)
         if not q:
-            return [], Subgraph(), {"query": q}
+            return Retrieved([], Subgraph(), {"query": q})
         with t.stage("search"):
             rows = self.db.read(query("retrieval.fulltext_chunks"), k=p.top_k, terms=q)
         items = chunk_items(rows, "full-text (BM25) match of the question's words")
-        return items, Subgraph(nodes=[i.node_id for i in items]), {"query": q}
+        return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), {"query": q})

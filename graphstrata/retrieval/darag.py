@@ -61,6 +61,7 @@ from graphstrata.algorithms.qpeel import Community, cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -249,7 +250,7 @@ class DARAGRetriever(Retriever):
     )
     Params = DARAGParams
 
-    def _retrieve(self, question: str, p: DARAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: DARAGParams, t: Timer) -> Retrieved:
         ks = list(range(p.k_min, p.k_max + 1))
         with t.stage("embed"):
             q = np.asarray(self.embed_query(question), dtype=np.float64)
@@ -263,7 +264,7 @@ class DARAGRetriever(Retriever):
                 vector=q.tolist(),
             )
         if not rows:
-            return [], Subgraph(), {"coarse": {"candidates": 0}, "communities": []}
+            return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
         with t.stage("coarse_eacs"):
             chunks = {r["id"]: r for r in rows}
             chunk_graph = self._chunk_graph(rows, q.size)
@@ -397,7 +398,7 @@ class DARAGRetriever(Retriever):
         if p.use_llm and not self.settings.llm_enabled:
             # the default asks for the LLM: a user without one must see that the ranking fell back
             notes["warnings"] = [NO_LLM_WARNING]
-        return items, Subgraph(nodes=list(dict.fromkeys(sub_nodes)), relationships=sub_rels), notes
+        return Retrieved(items, Subgraph(nodes=list(dict.fromkeys(sub_nodes)), relationships=sub_rels), notes)
 
     def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """A read whose rows hold only plain values (ids, texts, float lists, maps): taken as the driver

@@ -57,6 +57,7 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -119,9 +120,7 @@ class E2GraphRAGRetriever(Retriever):
     )
     Params = E2GraphRAGParams
 
-    def _retrieve(
-        self, question: str, p: E2GraphRAGParams, t: Timer
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: E2GraphRAGParams, t: Timer) -> Retrieved:
         with t.stage("entities"):
             names = query_entities(question)
         ents, mapped, within, comention, inline = self._index(names, p, t)
@@ -190,7 +189,7 @@ class E2GraphRAGRetriever(Retriever):
             nodes=list(ents) + chosen,
             relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
         )
-        return items, sub, notes
+        return Retrieved(items, sub, notes)
 
     def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         """One read statement in one network round trip, its rows as the driver decoded them.
@@ -261,7 +260,7 @@ class E2GraphRAGRetriever(Retriever):
         ents: dict[str, str],
         notes: dict[str, Any],
         occurrence: bool,
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    ) -> Retrieved:
         with t.stage("embed"):
             v = self.embed_query(question)
         k = p.top_k * (p.candidate_factor if occurrence else 1)
@@ -307,7 +306,7 @@ class E2GraphRAGRetriever(Retriever):
             nodes=list(ents) + [r["id"] for r in rows],
             relationships=[f"{r['id']}-SUMMARIZES->{c}" for r in rows for c in r["children"]],
         )
-        return items, sub, notes
+        return Retrieved(items, sub, notes)
 
 
 def entity_aware_rank(chunks: set[str], info: dict[str, dict]) -> list[str]:

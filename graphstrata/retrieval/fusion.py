@@ -40,6 +40,7 @@ from graphstrata.retrieval.base import (
     ContextItem,
     RetrievalError,
     RetrievalResult,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -212,7 +213,7 @@ class FusionRetriever(Retriever):
     )
     Params = FusionParams
 
-    def _retrieve(self, question: str, p: FusionParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: FusionParams, t: Timer) -> Retrieved:
         methods, skipped = resolve_methods(p.methods)
         if not methods:
             raise RetrievalError("none of the requested methods is installed here")
@@ -255,7 +256,7 @@ class FusionRetriever(Retriever):
             notes["skipped"] = skipped
         if errors:
             notes["errors"] = errors
-        return [f.item for f in fused], Subgraph(nodes=list(nodes), relationships=list(rels)), notes
+        return Retrieved([f.item for f in fused], Subgraph(nodes=list(nodes), relationships=list(rels)), notes)
 
     def run_methods(
         self, question: str, methods: list[str], p: FusionParams

@@ -31,6 +31,7 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -124,9 +125,7 @@ class HippoRAGRetriever(Retriever):
         names, source = question_entities(question, self.settings, self.llm)
         return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS])
 
-    def _retrieve(
-        self, question: str, p: HippoRAGParams, t: Timer
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: HippoRAGParams, t: Timer) -> Retrieved:
         # Query entities (spaCy or the LLM) and their linking run beside the embedding and the dense
         # search: neither needs the other, and the spaCy pass costs as much as the embedding.
         with ThreadPoolExecutor(1) as pool:
@@ -154,7 +153,7 @@ class HippoRAGRetriever(Retriever):
             pi = graph.ppr(chunks | entities, p.damping, p.iterations, None if p.relation_edges else WITHOUT_RELATIONS)
             top = graph.top(pi, p.top_k, ("Chunk",))
         if not top:
-            return [], Subgraph(), notes
+            return Retrieved([], Subgraph(), notes)
         with t.stage("fetch"):
             texts = {r["id"]: r for r in self.db.read(query("retrieval.chunks_by_id"), ids=[i for i, _, _ in top])}
         rows = [texts[i] | {"score": score} for i, _, score in top if i in texts]
@@ -171,4 +170,4 @@ class HippoRAGRetriever(Retriever):
             )
             for r in rows
         ]
-        return items, Subgraph(nodes=[i.node_id for i in items] + list(entities)), notes
+        return Retrieved(items, Subgraph(nodes=[i.node_id for i in items] + list(entities)), notes)

@@ -21,6 +21,7 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -63,7 +64,7 @@ class KETRAGRetriever(Retriever):
     Params = KETRAGParams
     fixed_lambda: ClassVar[float | None] = None
 
-    def _retrieve(self, question: str, p: KETRAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: KETRAGParams, t: Timer) -> Retrieved:
         lam = self.fixed_lambda if self.fixed_lambda is not None else p.lam
         with t.stage("embed"):
             vector = self.embed_query(question)
@@ -82,7 +83,7 @@ class KETRAGRetriever(Retriever):
                 kw, kw_notes = self._keyword(vector, p, keyword_budget, {i.node_id for i in items})
             items += kw
             notes |= kw_notes
-        return items, Subgraph(nodes=[i.node_id for i in items]), notes
+        return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
     def _skeleton(self, vector: list[float], p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
         seeds = self.db.read(

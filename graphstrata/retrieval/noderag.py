@@ -22,6 +22,7 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     ContextItem,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -162,9 +163,7 @@ class NodeRAGRetriever(Retriever):
         overviews = self.db.read(query("noderag.overview_search"), terms=terms, k=k) if names else []
         return names, source, linked, overviews, graph_version(self.db)
 
-    def _retrieve(
-        self, question: str, p: NodeRAGParams, t: Timer
-    ) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: NodeRAGParams, t: Timer) -> Retrieved:
         # The accurate search (query entities from spaCy or the LLM, linked to N, matched on O) runs
         # beside the similarity search (embedding, vector indexes): neither needs the other.
         with ThreadPoolExecutor(1) as pool:
@@ -199,7 +198,7 @@ class NodeRAGRetriever(Retriever):
         seeds = personalization(similar, linked, overviews, p.personalization, facts, p.exact_share, fb)
         entry = list(seeds)
         if not entry:
-            return [], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0}
+            return Retrieved([], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0})
         with t.stage("ppr"):
             pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, WALKED, from_seeds=True)
             ranked = [{"id": i, "label": label, "score": s} for i, label, s in graph.top(pi, max(200, 20 * p.cross_k))]
@@ -222,7 +221,7 @@ class NodeRAGRetriever(Retriever):
             "overviews": len(overviews),
             "graph_reused": reused,
         }
-        return items[: p.top_k], Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes
+        return Retrieved(items[: p.top_k], Subgraph(nodes=list(dict.fromkeys(entry + keep))), notes)
 
     def _items(
         self, graph: WalkGraph, keep: list[str], score: dict[str, float], similar: dict, cross: set

@@ -63,6 +63,7 @@ from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     ContextItem,
     RetrievalError,
+    Retrieved,
     Retriever,
     RetrieverParams,
     Subgraph,
@@ -306,7 +307,7 @@ class SGRAGRetriever(Retriever):
     )
     Params = SGRAGParams
 
-    def _retrieve(self, question: str, p: SGRAGParams, t: Timer) -> tuple[list[ContextItem], Subgraph, dict[str, Any]]:
+    def _retrieve(self, question: str, p: SGRAGParams, t: Timer) -> Retrieved:
         notes: dict[str, Any] = {"fallback": False}
         with t.stage("query_graph"):
             spec, source = self._query_graph(question, p, notes)
@@ -330,7 +331,7 @@ class SGRAGRetriever(Retriever):
         if not anchors:
             notes["fallback"] = True
             notes["reason"] = "no query entity found in the graph"
-            return [], Subgraph(), notes
+            return Retrieved([], Subgraph(), notes)
         with t.stage("candidate_subgraph"):
             graph, info, edge_info = self._candidate_subgraph(anchors, p, notes)
         notes["candidate_nodes"] = len(graph)
@@ -393,7 +394,7 @@ class SGRAGRetriever(Retriever):
             nodes=nodes,
             relationships=[f"{e.src}-RELATED->{e.dst}" for e in edges],
         )
-        return items, sub, notes
+        return Retrieved(items, sub, notes)
 
     # --- steps ------------------------------------------------------------------------------------
     def _query_graph(self, question: str, p: SGRAGParams, notes: dict[str, Any]) -> tuple[QueryGraphSpec, str]:
