@@ -32,7 +32,7 @@ def reported(fn: F) -> F:
     """The caller's mistakes (unknown method or query, bad parameter, a refused write) reach the
     client as a tool error with our message; the SDK would replace any other exception's text by a
     generic one."""
-    from graphstrata.cypher.queries import LibraryError, WriteRefused
+    from graphstrata.analysts import LibraryError, WriteRefused
     from graphstrata.retrieval.base import RetrievalError
 
     @functools.wraps(fn)
@@ -103,7 +103,7 @@ def method_text(name: str) -> str:
 
 def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     """The MCP server and the graph handle its tools share."""
-    from graphstrata.cypher import queries as lib
+    from graphstrata import analysts as lib
     from graphstrata.retrieval.base import METHODS, _load_methods
 
     settings = settings or get_settings()

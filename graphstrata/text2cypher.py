@@ -12,7 +12,7 @@ from pathlib import Path
 from neo4j.exceptions import Neo4jError
 from pydantic import BaseModel, Field, field_validator
 
-from graphstrata.cypher import queries as lib
+from graphstrata import analysts as lib
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.llm import LLMClient, LLMNotConfigured

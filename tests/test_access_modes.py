@@ -16,9 +16,9 @@ from neo4j import READ_ACCESS, WRITE_ACCESS, GraphDatabase, RoutingControl
 from pydantic import SecretStr
 
 import graphstrata.db
+from graphstrata import analysts as lib
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
-from graphstrata.cypher import queries as lib
 from graphstrata.db import Database, connection_params
 
 DOCS = [

@@ -14,11 +14,11 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from graphstrata import analysts as lib
 from graphstrata import browser as assets
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.cypher import load
-from graphstrata.cypher import queries as lib
 from graphstrata.db import Database, connection_params
 from graphstrata.ingest.pipeline import IngestOptions
 

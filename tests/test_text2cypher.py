@@ -14,9 +14,9 @@ from pydantic import SecretStr
 from typer.testing import CliRunner, Result
 
 from graphstrata import text2cypher
+from graphstrata.analysts import WriteRefused
 from graphstrata.cli import app
 from graphstrata.config import Settings, get_settings
-from graphstrata.cypher.queries import WriteRefused
 from graphstrata.db import Database
 from graphstrata.ingest.pipeline import IngestOptions
 

@@ -209,7 +209,7 @@ def cypher(
     """Run a documented read query of the analysts' library (graphstrata/cypher/queries/), ad-hoc Cypher
     or, with an LLM, a question in plain language (--ask) — always in a READ transaction: a statement
     that writes is refused (exit code 5)."""
-    from graphstrata.cypher import queries as lib
+    from graphstrata import analysts as lib
     from graphstrata.db import ConnectionError_, Database
 
     try:

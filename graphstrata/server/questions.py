@@ -184,7 +184,7 @@ def router(state: ServerState, settings: Settings) -> APIRouter:
         the message), 400 `llm_unavailable` with no model configured (a request this server cannot
         serve as configured; 502 is kept for a model endpoint that fails)."""
         from graphstrata import text2cypher
-        from graphstrata.cypher.queries import WriteRefused
+        from graphstrata.analysts import WriteRefused
 
         if not q.question.strip():
             raise ApiError(400, "empty_question", "the question is empty")

@@ -1,6 +1,6 @@
 """The analysts' Cypher library: documented, parameterised READ queries over graphstrata's graph.
 
-Each ``*.cypher`` file in this folder holds named queries (``// name: <name>`` blocks, as everywhere
+Each ``*.cypher`` file in ``graphstrata/cypher/queries/`` holds named queries (``// name: <name>`` blocks, as everywhere
 in ``graphstrata/cypher/``). The comment lines after the marker document the query; a ``params:``
 line starts the list of its parameters, one per comment line::
 
@@ -37,7 +37,7 @@ from neo4j.graph import Path as GraphPath
 from graphstrata.cypher import load
 from graphstrata.db import Database
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "cypher" / "queries"
 TYPES = ("string", "int", "float", "bool", "list", "map", "any")
 _PARAM_LINE = re.compile(r"^(\w+)\s+(\w+)\s*(=)?\s*(.*)$")
 _PARAM_USE = re.compile(r"\$(\w+)")
