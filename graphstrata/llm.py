@@ -9,23 +9,19 @@ place:
 * **bounded concurrency** — a semaphore around every HTTP request; :meth:`LLMClient.map` runs many
   prompts over a thread pool with a progress callback.
 * **accounting** — calls, tokens, cache hits, retries and failures per named stage (:meth:`usage`).
-* **content-addressed cache** — sha256 of model + messages + params, one JSON file per reply under
-  ``settings.cache_dir / "llm"``, written atomically; re-running an ingest costs no calls.
+* **content-addressed cache** (:mod:`graphstrata.llm_cache`) — sha256 of model + messages + params,
+  one JSON file per reply under ``settings.cache_dir / "llm"``, written atomically; re-running an
+  ingest costs no calls.
 * **structured output** — :meth:`chat_json` validates the reply with pydantic, repairs common
-  malformations, re-asks with the validation error, and raises :class:`ExtractionFailed` rather than
+  malformations (:mod:`graphstrata.llm_json`), re-asks with the validation error, and raises :class:`ExtractionFailed` rather than
   return half data.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import hashlib
 import json
-import os
 import random
-import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -40,13 +36,14 @@ from pydantic import BaseModel, ValidationError
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.llm_cache import ReplyCache
+from graphstrata.llm_json import parse_json_lenient
 
 T = TypeVar("T")
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 
 Message = dict[str, Any]
-CACHE_VERSION = "1"  # bump to invalidate every cached reply after a change of cache format
 
 
 class LLMError(RuntimeError):
@@ -76,19 +73,6 @@ class ExtractionFailed(LLMError):
         self.last_reply = last_reply
 
 
-class CacheWriteError(RuntimeError):
-    """The on-disk reply cache cannot be written (read-only or full file system, no permission)."""
-
-    def __init__(self, folder: Path, error: OSError) -> None:
-        reason = error.strerror or str(error)
-        super().__init__(
-            f"cannot write the LLM reply cache in {folder}: {reason}. Free disk space there or point "
-            "GRAPHSTRATA_CACHE_DIR at a writable folder."
-        )
-        self.folder = folder
-        self.errno = error.errno
-
-
 @dataclass
 class StageUsage:
     """Cost of one named stage. ``calls`` counts successful HTTP requests (each one billed)."""
@@ -99,71 +83,6 @@ class StageUsage:
     cache_hits: int = 0
     failures: int = 0
     retries: int = 0
-
-
-# --------------------------------------------------------------------------------------------
-# JSON repair
-# --------------------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
-
-
-def _outermost_object(text: str) -> str | None:
-    """The text from the first ``{`` to its matching ``}`` (string-aware), or to the last ``}``."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_str, quote, escaped = 0, False, "", False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_str:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                in_str = False
-        elif ch in "\"'":
-            in_str, quote = True, ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    end = text.rfind("}")
-    return text[start : end + 1] if end > start else None
-
-
-def parse_json_lenient(text: str) -> Any:
-    """Parse a model's JSON reply, repairing what models commonly get wrong.
-
-    Tries, in order: the text as is; the content of a Markdown code fence; the outermost ``{...}``
-    (drops prose around it); without trailing commas; as a Python literal (single quotes,
-    ``True``/``None``), which ``ast.literal_eval`` evaluates safely. Raises ``ValueError`` if all fail.
-    """
-    text = (text or "").strip()
-    candidates: list[str] = [text]
-    fence = _FENCE.search(text)
-    if fence:
-        candidates.append(fence.group(1).strip())
-    for cand in list(candidates):
-        obj = _outermost_object(cand)
-        if obj and obj != cand:
-            candidates.append(obj)
-    candidates += [_TRAILING_COMMA.sub(r"\1", c) for c in candidates]
-    for cand in candidates:
-        with contextlib.suppress(ValueError):
-            return json.loads(cand)
-    for cand in candidates:
-        for src in (cand, re.sub(r"\b(true|false|null)\b", lambda m: _JSON_LITERALS[m.group(1)], cand)):
-            with contextlib.suppress(ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                value = ast.literal_eval(src)
-                if isinstance(value, dict | list):
-                    return value
-    raise ValueError(f"reply is not JSON: {text[:200]!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,8 +154,7 @@ class LLMClient:
         self.embed_model = embed_model or remote_embed
         self.timeout = timeout if timeout is not None else s.llm_timeout
         self.concurrency = max(1, concurrency or s.llm_concurrency)
-        self.cache_dir = Path(cache_dir) if cache_dir else Path(s.cache_dir) / "llm"
-        self.use_cache = use_cache
+        self.cache = ReplyCache(Path(cache_dir) if cache_dir else Path(s.cache_dir) / "llm", enabled=use_cache)
         self.max_attempts = max(1, max_attempts)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
@@ -256,6 +174,10 @@ class LLMClient:
         if not s.llm_enabled:
             raise LLMNotConfigured("no chat model/endpoint configured (GRAPHSTRATA_CHAT_MODEL, OPENAI_*)")
         return cls(s, **overrides)
+
+    def check_cache(self) -> None:
+        """Raise :class:`CacheWriteError` now if the reply cache cannot be written (see :meth:`ReplyCache.check`)."""
+        self.cache.check()
 
     def close(self) -> None:
         self._client.close()
@@ -291,75 +213,6 @@ class LLMClient:
         except Exception:
             self._add(stage, failures=1)
             raise
-
-    # ---- cache -----------------------------------------------------------------------------
-
-    @staticmethod
-    def cache_key(kind: str, model: str, payload: Any) -> str:
-        """sha256 over a canonical JSON of what determines the reply (kind, model, messages, params)."""
-        blob = json.dumps(
-            {"v": CACHE_VERSION, "kind": kind, "model": model, "payload": payload},
-            sort_keys=True,
-            ensure_ascii=False,
-            default=str,
-        )
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def _cache_path(self, key: str) -> Path:
-        return self.cache_dir / key[:2] / f"{key}.json"
-
-    def _cache_get(self, key: str) -> dict[str, Any] | None:
-        if not self.use_cache:
-            return None
-        try:
-            return json.loads(self._cache_path(key).read_text("utf-8"))
-        except (OSError, ValueError):
-            return None  # missing or unreadable: a miss, the reply is simply fetched again
-
-    def _cache_put(self, key: str, value: dict[str, Any]) -> None:
-        """Temp file + ``os.replace``: a crash or a concurrent writer never leaves half a file.
-
-        A cache that cannot be written (full or read-only disk) raises :class:`CacheWriteError` naming
-        the folder, rather than a bare OSError from deep inside an extraction."""
-        if not self.use_cache:
-            return
-        path = self._cache_path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        except OSError as e:
-            raise CacheWriteError(self.cache_dir, e) from e
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(value, f, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException as e:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)  # a full disk must not keep half a file either
-            if isinstance(e, OSError):
-                raise CacheWriteError(self.cache_dir, e) from e
-            raise
-
-    def check_cache(self) -> None:
-        """Raise :class:`CacheWriteError` now if the cache folder cannot be written, before any paid call
-        (an ingest checks this first: a reply that cannot be cached would be paid for and then lost)."""
-        if not self.use_cache:
-            return
-        probe: str | None = None
-        try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            fd, probe = tempfile.mkstemp(dir=self.cache_dir, prefix=".probe-")
-            try:
-                os.write(fd, b"{}" * 2048)  # a few KiB, so a disk that is already full fails here too
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as e:
-            raise CacheWriteError(self.cache_dir, e) from e
-        finally:
-            if probe is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(probe)
 
     # ---- transport -------------------------------------------------------------------------
 
@@ -421,8 +274,8 @@ class LLMClient:
     ) -> tuple[str, str, str | None]:
         """(chat model, cache key, cached reply or None) of a chat request; a hit is counted."""
         model = self._require_chat_model()
-        key = self.cache_key("chat", model, {"messages": list(messages), "params": params})
-        hit = self._cache_get(key)
+        key = ReplyCache.key("chat", model, {"messages": list(messages), "params": params})
+        hit = self.cache.get(key)
         if hit is not None and isinstance(hit.get("reply"), str):
             self._add(stage, cache_hits=1)
             return model, key, hit["reply"]
@@ -438,7 +291,7 @@ class LLMClient:
             if hit is not None:
                 return hit
             reply = self._complete(messages, stage, params)
-            self._cache_put(key, {"reply": reply})
+            self.cache.put(key, {"reply": reply})
             return reply
 
     def chat_stream(self, messages: Sequence[Message], *, stage: str = "chat", **params: Any) -> Iterator[str]:
@@ -479,7 +332,7 @@ class LLMClient:
                 prompt = usage.prompt_tokens if usage else _estimate_tokens(json.dumps(list(messages)))
                 completion = usage.completion_tokens if usage else _estimate_tokens(text)
                 self._add(stage, calls=1, prompt_tokens=prompt, completion_tokens=completion)
-            self._cache_put(key, {"reply": text})
+            self.cache.put(key, {"reply": text})
 
     def chat_json(
         self,
@@ -504,10 +357,10 @@ class LLMClient:
                 "name": schema.__name__,
                 "schema": schema.model_json_schema(),
             }
-            key = self.cache_key(
+            key = ReplyCache.key(
                 "chat_json", model, {"messages": list(messages), "params": params, "schema": fingerprint}
             )
-            hit = self._cache_get(key)
+            hit = self.cache.get(key)
             if hit is not None:
                 with contextlib.suppress(ValidationError):
                     value = schema.model_validate(hit.get("value"))
@@ -539,7 +392,7 @@ class LLMClient:
                         {"role": "user", "content": REASK_PROMPT.format(error=error)},
                     ]
                     continue
-                self._cache_put(key, {"value": value.model_dump(mode="json")})
+                self.cache.put(key, {"value": value.model_dump(mode="json")})
                 return value
             raise ExtractionFailed(
                 f"{stage}: no valid {schema.__name__} after {len(errors)} replies; last error: {errors[-1]}",
@@ -564,10 +417,10 @@ class LLMClient:
             if not model:
                 raise LLMNotConfigured("no remote embedding model configured (GRAPHSTRATA_EMBED_MODEL)")
             out: list[list[float] | None] = [None] * len(texts)
-            keys = [self.cache_key("embed", model, {"text": t, "dimensions": dimensions}) for t in texts]
+            keys = [ReplyCache.key("embed", model, {"text": t, "dimensions": dimensions}) for t in texts]
             missing: list[int] = []
             for i, key in enumerate(keys):
-                hit = self._cache_get(key)
+                hit = self.cache.get(key)
                 if hit is not None and isinstance(hit.get("vector"), list):
                     out[i] = hit["vector"]
                 else:
@@ -593,7 +446,7 @@ class LLMClient:
                 for i, item in zip(idx, data, strict=True):
                     vector = [float(x) for x in item.embedding]
                     out[i] = vector
-                    self._cache_put(keys[i], {"vector": vector})
+                    self.cache.put(keys[i], {"vector": vector})
             return [v for v in out if v is not None]
 
     def map(

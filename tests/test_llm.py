@@ -17,14 +17,8 @@ from pydantic import BaseModel
 from graphstrata.config import Settings
 from graphstrata.ingest.extract import ChunkExtraction, extract_with_llm, extraction_messages
 from graphstrata.ingest.extract_spacy import extract_with_spacy
-from graphstrata.llm import (
-    REASK_PROMPT,
-    ExtractionFailed,
-    LLMCallFailed,
-    LLMClient,
-    LLMNotConfigured,
-    parse_json_lenient,
-)
+from graphstrata.llm import REASK_PROMPT, ExtractionFailed, LLMCallFailed, LLMClient, LLMNotConfigured
+from graphstrata.llm_json import parse_json_lenient
 
 if TYPE_CHECKING:
     from tests.fake_openai import FakeOpenAI

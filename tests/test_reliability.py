@@ -17,7 +17,7 @@ from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.extract import ChunkExtraction
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.pipeline import IngestOptions
-from graphstrata.llm import parse_json_lenient
+from graphstrata.llm_json import parse_json_lenient
 from graphstrata.text.tokens import count_tokens
 from tests.test_ingest import snapshot
 

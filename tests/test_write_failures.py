@@ -29,7 +29,7 @@ from graphstrata.ingest.chunk import token_chunks
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, IngestWriteError
 from graphstrata.ingest.write import GraphWriter
-from graphstrata.llm import CacheWriteError
+from graphstrata.llm_cache import CacheWriteError
 from graphstrata.neo4j_local import Instance, LauncherError
 from tests.conftest import TEST_BOLT, TEST_INSTANCE
 from tests.fake_openai import CHAT_MODEL, FakeOpenAI

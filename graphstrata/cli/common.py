@@ -18,7 +18,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     """Errors whose message says all a user needs: printed as one line, never as a traceback."""
     from graphstrata.db import ConnectionError_
     from graphstrata.embed import EmbeddingError
-    from graphstrata.llm import CacheWriteError, LLMError
+    from graphstrata.llm import LLMError
+    from graphstrata.llm_cache import CacheWriteError
     from graphstrata.schema import SchemaError
 
     return (ConnectionError_, EmbeddingError, LLMError, CacheWriteError, SchemaError)

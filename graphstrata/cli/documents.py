@@ -203,7 +203,8 @@ def ingest(
     from graphstrata.ingest.extract import ExtractionSchema, ExtractionSchemaMismatch
     from graphstrata.ingest.pipeline import IngestOptions, IngestReport, IngestWriteError
     from graphstrata.ingest.user_extractions import UserExtractionError
-    from graphstrata.llm import CacheWriteError, LLMNotConfigured
+    from graphstrata.llm import LLMNotConfigured
+    from graphstrata.llm_cache import CacheWriteError
     from graphstrata.schema import SchemaError
 
     if not paths and extractions is None:

@@ -130,7 +130,8 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
 
     from graphstrata.db import ConnectionError_
     from graphstrata.ingest.pipeline import IngestWriteError
-    from graphstrata.llm import CacheWriteError, LLMError
+    from graphstrata.llm import LLMError
+    from graphstrata.llm_cache import CacheWriteError
     from graphstrata.schema import SchemaError
 
     if isinstance(exc, ConnectionError_ | ServiceUnavailable | SessionExpired):
