@@ -13,8 +13,8 @@ place:
   one JSON file per reply under ``settings.cache_dir / "llm"``, written atomically; re-running an
   ingest costs no calls.
 * **structured output** — :meth:`chat_json` validates the reply with pydantic, repairs common
-  malformations (:mod:`graphstrata.llm_json`), re-asks with the validation error, and raises :class:`ExtractionFailed` rather than
-  return half data.
+  malformations (:mod:`graphstrata.llm_json`), re-asks with the validation error, and raises
+  :class:`ExtractionFailed` rather than return half data.
 """
 
 from __future__ import annotations
