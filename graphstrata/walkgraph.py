@@ -87,9 +87,15 @@ class WalkGraph:
         k = min(k, len(scores))
         if k <= 0:
             return []
-        best = np.argpartition(-scores, k - 1)[:k]
-        best = best[np.argsort(-scores[best], kind="stable")]
-        return [(self.ids[i], str(self.labels[i]), float(scores[i])) for i in best if scores[i] > 0]
+        # equal scores rank by id: sums taken in another node order differ in their last bits, and the
+        # ranking must not depend on the order the store returned the nodes in
+        rounded = np.round(scores, 12)
+        candidates = np.flatnonzero(scores > 0)
+        if len(candidates) > k:  # the k best and whatever ties the k-th
+            kth = np.partition(rounded[candidates], len(candidates) - k)[len(candidates) - k]
+            candidates = candidates[rounded[candidates] >= kth]
+        best = sorted(candidates.tolist(), key=lambda i: (-rounded[i], self.ids[i]))[:k]
+        return [(self.ids[i], str(self.labels[i]), float(scores[i])) for i in best]
 
 
 def graph_version(db: Database) -> Any:

@@ -209,7 +209,9 @@ class NodeRAGRetriever(Retriever):
             if r["label"] in RETRIEVABLE and len(per_type.setdefault(r["label"], [])) < p.cross_k:
                 per_type[r["label"]].append(r["id"])
         cross = {i for ids in per_type.values() for i in ids}
-        keep = list(dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: -score[i])))
+        keep = list(
+            dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: (-round(score[i], 12), i)))
+        )
         with t.stage("fetch"):
             items = self._items(graph, keep, score, similar, cross)
         notes = {
@@ -284,4 +286,6 @@ class NodeRAGRetriever(Retriever):
                     chunk_ids=[c],
                 )
             )
-        return sorted(items, key=lambda it: -it.score)
+        return sorted(
+            items, key=lambda it: (-round(it.score, 12), it.node_id)
+        )  # ties by id: store order must not matter
