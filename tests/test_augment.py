@@ -229,3 +229,23 @@ def test_a_temporary_projection_is_dropped_even_when_its_run_fails(graph: Databa
         assert gds.exists(p.name)
         raise RuntimeError("algorithm failed")
     assert not gds.exists(p.name)
+
+
+def test_semantic_edges_as_hnsw_base_layer(ctx: AugmentContext) -> None:
+    from graphstrata.algorithms.hnsw import base_layer
+
+    ctx.params["semantic_graph"] = "hnsw"
+    report = run(ctx, ["semantic_edges"])[0]
+    nodes = ctx.db.read(
+        "MATCH (n) WHERE (n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel) AND n.embedding IS NOT NULL "
+        "RETURN n.id AS id, n.embedding AS e ORDER BY id"
+    )
+    ids = [n["id"] for n in nodes]
+    v = np.array([n["e"] for n in nodes])
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    expected = {(ids[a], ids[b]) for a, b in base_layer(v, m=5, ef=200)}
+    got = ctx.db.read("MATCH (a)-[s:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b, s.score AS s")
+    assert {tuple(sorted((r["a"], r["b"]))) for r in got} == {tuple(sorted(e)) for e in expected}
+    for r in got:
+        assert r["s"] == pytest.approx(float(v[ids.index(r["a"])] @ v[ids.index(r["b"])]), abs=1e-5)
+    assert report.counts["edges"] == len(expected) and report.notes["graph"] == "hnsw"

@@ -40,3 +40,18 @@ def test_iterations_and_dangling_nodes_follow_the_gds_recurrence() -> None:
     np.testing.assert_allclose(ours, pi, atol=1e-12)
     assert ours[4] == pytest.approx(0.5 * 0.4) and ours.sum() < 1
     assert not personalized_pagerank(transition_matrix(5, src, dst), np.zeros(5)).any()
+
+
+def test_an_edge_repeated_by_a_semantic_edge_weighs_twice_as_networkx_multigraph() -> None:
+    """NodeRAG §2.4: a semantic edge that joins two nodes already joined gains the edge weight + 1.
+    The walk's graph is a multigraph, so a pair joined by two edges (of two types) carries weight 2."""
+    edges = [(0, 1), (0, 1), (0, 2), (2, 3)]  # 0-1 joined twice (e.g. HAS_UNIT and SEMANTIC)
+    multi = nx.MultiGraph()
+    multi.add_nodes_from(range(4))
+    multi.add_edges_from(edges)
+    adj = nx.to_numpy_array(multi, nodelist=range(4))  # a multigraph's entries count its parallel edges
+    expected = adj / adj.sum(axis=1, keepdims=True)
+    src, dst = np.array([a for a, _ in edges]), np.array([b for _, b in edges])
+    got = transition_matrix(4, src, dst).toarray()
+    np.testing.assert_allclose(got, expected)
+    assert got[0, 1] == pytest.approx(2 / 3)

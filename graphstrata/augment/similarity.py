@@ -4,9 +4,12 @@
   cosine (kind 'semantic') and by number of shared keywords (kind 'lexical').
 - `entity_similarity` — DA-RAG §4.1 Similarity Layer: each entity to its k_neighbor = 5 most
   similar entities by embedding.
-- `semantic_edges` — NodeRAG §2.4 HNSW semantic edges among embedded nodes (T, S, A, H); the
-  paper adds HNSW's base layer, whose edges are each node's approximate nearest neighbours: a
-  GDS KNN graph is the same object built directly.
+- `semantic_edges` — NodeRAG §2.4 HNSW semantic edges among embedded nodes (T, S, A, H):
+  ``semantic_graph = "knn"`` (default) each node's ``semantic_k`` nearest neighbours by GDS KNN;
+  ``"hnsw"`` the paper's object, HNSW's base layer (:mod:`graphstrata.algorithms.hnsw`, the
+  reference configuration m = 5, m0 = 10, ef = 200). Where a semantic edge joins two nodes another
+  heterograph edge already joins, the walk counts both (the paper's weight + 1: the PPR graph is a
+  multigraph, graphstrata/algorithms/ppr.py ``transition_matrix``).
 """
 
 from __future__ import annotations
@@ -14,9 +17,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
+from graphstrata.algorithms.hnsw import base_layer
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
+
+#: NodeRAG's reference HNSW configuration (m = 5; hnswlib's m0 = 2m; ef_construction = 200).
+HNSW_M, HNSW_EF = 5, 200
 
 # GDS KNN is NN-descent: these settings trade a little time for near-exact neighbours.
 KNN_CONFIG = {"sampleRate": 1.0, "deltaThreshold": 0.0, "maxIterations": 50, "randomJoins": 20, "randomSeed": 42}
@@ -90,9 +97,31 @@ def entity_similarity(ctx: AugmentContext) -> StageReport:
 @stage("semantic_edges", order=55)
 def semantic_edges(ctx: AugmentContext) -> StageReport:
     k = int(ctx.params.get("semantic_k", 5))
+    graph = str(ctx.params.get("semantic_graph", "knn"))
+    if graph not in ("knn", "hnsw"):
+        raise ValueError(f"semantic_graph must be 'knn' or 'hnsw', not {graph!r}")
     labels = ["Chunk", "SemanticUnit", "Attribute", "HighLevel"]
     present = [lb for lb in labels if ctx.db.read_one(query("augment.label_present"), label=lb)["present"]]
-    rows = knn_rows(GDS(ctx.db, ctx.settings.gds_concurrency), "semantic_knn", present, k) if present else []
+    if not present:
+        rows = []
+    elif graph == "hnsw":
+        rows = hnsw_rows(ctx, present)
+    else:
+        rows = knn_rows(GDS(ctx.db, ctx.settings.gds_concurrency), "semantic_knn", present, k)
     ctx.db.auto(query("augment.delete_semantic_edges"))
     ctx.db.write_batches(query("augment.write_semantic_edges"), rows)
-    return StageReport(stage="semantic_edges", counts={"edges": len(rows)}, notes={"k": k, "labels": present})
+    notes = {"graph": graph, "labels": present} | ({"k": k} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF})
+    return StageReport(stage="semantic_edges", counts={"edges": len(rows)}, notes=notes)
+
+
+def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:
+    """HNSW's base layer over the embedded nodes of `labels`, as {a, b, score (cosine)} rows."""
+    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
+    if len(nodes) < 2:
+        return []
+    ids = [n["id"] for n in nodes]
+    vecs = np.array([n["embedding"] for n in nodes], dtype=np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    with ctx.tracker.stage("hnsw base layer", None):
+        edges = base_layer(vecs, m=HNSW_M, ef=HNSW_EF)
+    return [{"a": ids[a], "b": ids[b], "score": float(vecs[a] @ vecs[b])} for a, b in edges]

@@ -142,6 +142,13 @@ CALL (*) {
   DELETE r
 } IN TRANSACTIONS OF 10000 ROWS;
 
+// name: embedded_nodes
+// The nodes with $labels that have an embedding, by id (HNSW's insertion order is then seeded, not
+// the store's).
+MATCH (n:$any($labels)) WHERE n.embedding IS NOT NULL
+RETURN n.id AS id, n.embedding AS embedding
+ORDER BY id;
+
 // name: write_semantic_edges
 UNWIND $rows AS r
 MATCH (a {id: r.a}) WHERE a:Chunk OR a:SemanticUnit OR a:Attribute OR a:HighLevel
