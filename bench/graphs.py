@@ -54,6 +54,7 @@ DEFAULT_METHODS = [
     "sgrag",
     "fusion",
     "fusion-graph",
+    "fusion-ppr",
     "auto",
     "ketrag@paper",
     "e2graphrag@paper",
@@ -64,6 +65,7 @@ DEFAULT_METHODS = [
 #: 12,000-token budget, E2GraphRAG's 25 chunks (1,200 tokens each), DA-RAG's 4,800 tokens.
 VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
+    "fusion-ppr": ("fusion", {"methods": ["hipporag", "noderag"]}),  # the two PPR walks only
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),
     "darag@paper": ("darag", {"budget": 4_800}),
@@ -221,8 +223,15 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
-def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
-    out_file = RESULTS / "graphs.json"
+def run(
+    graphs: list[str],
+    methods: list[str],
+    build_only: bool,
+    rerun: list[str] | None = None,
+    params: dict | None = None,
+    out: str = "graphs",
+) -> dict:
+    out_file = RESULTS / f"{out}.json"
     results = json.loads(out_file.read_text()) if out_file.exists() else {"graphs": {}}
     for name in graphs:
         with open_instance(name) as gs:
@@ -230,6 +239,9 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
             meta = build(gs, name)
             if build_only:
                 continue
+            if rerun:  # a variant of the graph: some augment stages again, with other parameters
+                reports = gs.augment(stages=rerun, progress=True, **(params or {}))
+                meta = meta | {"rerun": {r.stage: {"params": params, **r.counts} for r in reports}}
             qs = questions_of(name)
             rows = {}
             for m in methods:
@@ -248,7 +260,7 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out_file.write_text(json.dumps(results, indent=2))
     md = [
-        "# Retrieval on three graphs (no LLM)",
+        "# Retrieval on three graphs (no LLM)" + (f": {out}" if out != "graphs" else ""),
         "",
         f"top_k {TOP_K}, budget {BUDGET} tokens (rows `@paper`: the paper's own context size). Recall@k over "
         "the passages present in the returned, packed context, in order. Coverage: gold answer (or alias) in "
@@ -260,7 +272,8 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
         md += [
             f"## {name} ({g['questions']} questions; {g['machine']['when']}, {g['machine']['cpus']} CPUs)",
             "",
-            f"Build: ingest {b['ingest_seconds']} s, augment {b['augment_seconds']} s.",
+            f"Build: ingest {b['ingest_seconds']} s, augment {b['augment_seconds']} s."
+            + (f" Re-run: {json.dumps(b['rerun'])}." if b.get("rerun") else ""),
             "",
             *(
                 [
@@ -282,7 +295,7 @@ def run(graphs: list[str], methods: list[str], build_only: bool) -> dict:
                 f"| {r['mean_tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
             )
         md.append("")
-    (RESULTS / "graphs.md").write_text("\n".join(md))
+    (RESULTS / f"{out}.md").write_text("\n".join(md))
     print("\n".join(md))
     return results
 
@@ -292,9 +305,16 @@ if __name__ == "__main__":
     ap.add_argument("--graphs", default=",".join(GRAPHS), help="comma-separated: " + ", ".join(GRAPHS))
     ap.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="comma-separated method names")
     ap.add_argument("--build-only", action="store_true", help="build (or reuse) the graphs, run no questions")
+    ap.add_argument(
+        "--rerun", default="", help="augment stages to run again first (comma-separated), e.g. semantic_edges"
+    )
+    ap.add_argument("--param", action="append", default=[], help="KEY=VALUE parameter for the --rerun stages")
+    ap.add_argument("--out", default="graphs", help="results file stem in bench/results (default: graphs)")
     a = ap.parse_args()
     known = set(available_methods()) | set(VARIANTS)
     bad = [m for m in a.methods.split(",") if m not in known]
     if bad:
         ap.error(f"unknown methods {bad}")
-    run(a.graphs.split(","), a.methods.split(","), a.build_only)
+    stage_params = dict(p.split("=", 1) for p in a.param)
+    rerun = [s for s in a.rerun.split(",") if s]
+    run(a.graphs.split(","), a.methods.split(","), a.build_only, rerun, stage_params, a.out)
