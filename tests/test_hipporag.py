@@ -148,3 +148,17 @@ def test_hipporag_parameters(corpus: GraphStrata) -> None:
     assert 0 < len(r.items) <= 3 and all(i.label == "Chunk" for i in r.items)
     with pytest.raises(Exception, match="damping"):
         corpus.retrieve("x", "hipporag", damping=1.5)
+
+
+def test_fused_ppr_methods_parse_the_question_once(corpus: GraphStrata, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fusion computes the question's entities once, beside its embedding; hipporag and noderag reuse them."""
+    from graphstrata.retrieval import linking
+
+    parsed: list[str] = []
+    real = linking.query_doc
+    monkeypatch.setattr(linking, "query_doc", lambda q: parsed.append(q) or real(q))
+    linking.clear_cache()
+    question = "Which film was shot in the town where David Leland was born?"
+    fused = corpus.retrieve(question, "fusion", methods=["hipporag", "noderag"])
+    assert parsed == [question]
+    assert set(fused.notes["methods"]) == {"hipporag", "noderag"} and not fused.notes.get("errors")
