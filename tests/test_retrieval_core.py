@@ -108,3 +108,48 @@ def test_ask_with_a_model_cites_node_ids(gs: GraphStrata, fake_openai, tmp_path)
     prompt = fake_openai.requests[-1]["body"]["messages"][-1]["content"]
     assert "[1] Eiffel Tower" in prompt and "Question: Where is the Eiffel Tower?" in prompt
     assert a.citations and a.citations[0] == a.retrieval.items[0].node_id
+
+
+def test_single_flight_computes_once_for_callers_at_the_same_instant(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    from concurrent.futures import Future
+
+    from graphstrata.retrieval import shared
+
+    waiting = threading.Event()
+
+    class Watched(Future):
+        def result(self, timeout=None):
+            waiting.set()  # a second caller is about to wait for the first one's result
+            return super().result(timeout)
+
+    monkeypatch.setattr(shared, "Future", Watched)
+    started, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow() -> str:
+        calls.append(1)
+        started.set()
+        assert release.wait(10)
+        return "vector"
+
+    results: list[str] = []
+    first = threading.Thread(target=lambda: results.append(shared.single_flight("k", slow)))
+    first.start()
+    assert started.wait(10)  # the first caller is computing
+    second = threading.Thread(target=lambda: results.append(shared.single_flight("k", slow)))
+    second.start()
+    assert waiting.wait(10)  # the second waits on the first
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert results == ["vector", "vector"] and calls == [1]
+    # done: a later call computes again (the callers' own caches serve repeats)
+    assert shared.single_flight("k", lambda: "again") == "again"
+
+
+def test_single_flight_passes_the_error_to_every_waiter() -> None:
+    from graphstrata.retrieval.shared import single_flight
+
+    with pytest.raises(ValueError, match="boom"):
+        single_flight("e", lambda: (_ for _ in ()).throw(ValueError("boom")))

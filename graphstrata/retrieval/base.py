@@ -222,7 +222,12 @@ class Retriever(ABC):
         """Find and rank context; return (items best first, explaining subgraph, notes)."""
 
     def embed_query(self, question: str) -> list[float]:
-        return self.embedder.embed([question])[0].tolist()
+        """The question's vector; methods fused on the same question compute it once."""
+        from graphstrata.retrieval.shared import single_flight
+
+        return single_flight(
+            ("embed", id(self.embedder), question), lambda: self.embedder.embed([question])[0].tolist()
+        )
 
 
 def get_retriever(

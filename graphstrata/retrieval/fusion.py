@@ -49,7 +49,6 @@ from graphstrata.retrieval.base import (
     get_retriever,
     register,
 )
-from graphstrata.retrieval.linking import question_entities
 
 RRF_K = 60
 #: fusion's default methods, in this order of preference (those registered here are used)
@@ -218,14 +217,8 @@ class FusionRetriever(Retriever):
         methods, skipped = resolve_methods(p.methods)
         if not methods:
             raise RetrievalError("none of the requested methods is installed here")
-        # once, side by side: every method's embed_query is then a cache hit, and the methods that link
-        # the question's entities (hipporag, noderag) share them
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fusion-entities") as side:
-            entities = side.submit(contextvars.copy_context().run, question_entities, question, self.settings, self.llm)
-            with t.stage("embed"):
-                self.embedder.embed([question])
-            with t.stage("entities"):
-                entities.result()
+        # the methods start at once: the question's embedding and entities are computed by the first
+        # that asks and shared with the others (graphstrata/retrieval/shared.py)
         results, errors, ms = self.run_methods(question, methods, p)
         if not results:
             raise RetrievalError(f"every fused method failed: {errors}")

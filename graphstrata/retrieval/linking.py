@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from graphstrata.cypher import query
+from graphstrata.retrieval.shared import single_flight
 from graphstrata.text.names import normalize_name
 from graphstrata.text.nlp import SKIP_ENTITY_LABELS, query_doc
 
@@ -59,7 +60,7 @@ class LinkedEntity(BaseModel):
 
 def spacy_query_entities(question: str) -> list[str]:
     """Named entities and runs of proper nouns (tagger only; no parser for a one-sentence question)."""
-    return list(_spacy_names(question))
+    return list(single_flight(("spacy_names", question), lambda: _spacy_names(question)))
 
 
 def clear_cache() -> None:
@@ -68,7 +69,7 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-@lru_cache(maxsize=1024)  # methods fused on one question share the parse (fusion computes it first)
+@lru_cache(maxsize=1024)  # methods fused on one question share the parse
 def _spacy_names(question: str) -> tuple[str, ...]:
     doc = query_doc(question)
     names: list[str] = []
