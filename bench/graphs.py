@@ -231,7 +231,7 @@ def run(
     methods: list[str],
     build_only: bool,
     rerun: list[str] | None = None,
-    params: dict | None = None,
+    stage_params: dict | None = None,
     out: str = "graphs",
 ) -> dict:
     out_file = RESULTS / f"{out}.json"
@@ -243,8 +243,8 @@ def run(
             if build_only:
                 continue
             if rerun:  # a variant of the graph: some augment stages again, with other parameters
-                reports = gs.augment(stages=rerun, progress=True, **(params or {}))
-                meta = meta | {"rerun": {r.stage: {"params": params, **r.counts} for r in reports}}
+                reports = gs.augment(stages=rerun, progress=True, **(stage_params or {}))
+                meta = meta | {"rerun": {r.stage: {"params": stage_params, **r.counts} for r in reports}}
             qs = questions_of(name)
             rows = {}
             for m in methods:
