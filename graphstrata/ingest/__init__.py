@@ -1,1 +1,3 @@
-"""Ingestion: load, chunk, embed, extract, write, augment."""
+"""Ingestion: load (`load`, `convert`, `identity`), chunk (`chunk`), extract (`extract`, `extract_spacy`,
+`user_extractions`, `tune`), prepare rows (`rows`) and write them (`write`), run by `pipeline.Ingestor`
+with its `options` and `errors`."""
