@@ -15,7 +15,7 @@ UNWIND range(0, size(cs) - 1) AS i
 WITH cs, cs[i] AS c, scores[i] AS score
 RETURN c.id AS id, score, c.embedding AS embedding, c.text AS text, c.doc_title AS doc_title,
        c.title AS title, c.description AS description,
-       [(c)-[:CHUNK_RELATED]->(d:Chunk) WHERE d IN cs | d.id] AS related
+       [(c)-[:CHUNK_RELATED]->(d:Chunk) WHERE d IN cs AND d.id IS NOT NULL | d.id] AS related
 ORDER BY score DESC;
 
 // name: working_subgraph
@@ -30,7 +30,7 @@ ORDER BY score DESC;
 //            stores each pair once (from the smaller id), so an entity's list is read in both
 //            directions: reading only outgoing edges lost the neighbours stored from the other end.
 MATCH (c:Chunk)-[:MENTIONS]->(e:Entity)
-WHERE c.id IN $chunks
+WHERE c.id IN $chunks AND e.id IS NOT NULL
 WITH e, collect(c.id) AS chunks
 WITH collect({e: e, chunks: chunks}) AS rows
 WITH rows, [r IN rows | r.e] AS es
@@ -44,6 +44,7 @@ RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
        } AS related,
        COLLECT {
          MATCH (e)-[s:SIMILAR {kind: 'semantic'}]-(f:Entity)
+         WHERE f.id IS NOT NULL
          WITH f, s ORDER BY s.score DESC, f.id LIMIT $k_neighbor
          RETURN {b: f.id, score: s.score} AS sim
        } AS similar;

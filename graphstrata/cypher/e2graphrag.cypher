@@ -95,6 +95,7 @@ WITH es,
      COLLECT {
        UNWIND es AS e
        MATCH (e)<-[m:HAS_TERM]-(c:Chunk)
+       WHERE c.id IS NOT NULL
        WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
        RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ}
      } AS chunks
@@ -126,6 +127,7 @@ ORDER BY i;
 // The chunks that mention at least two of the entities $eids, as `local_index` returns them.
 UNWIND $eids AS id
 MATCH (e:Term {id: id})<-[m:HAS_TERM]-(c:Chunk)
+WHERE c.id IS NOT NULL
 WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
 RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ} AS chunk;
 
@@ -176,7 +178,7 @@ RETURN summaries, node.id AS id, label, node.text AS text, node.doc_title AS tit
          }[0]
        END AS weight,
        CASE WHEN label = 'Summary'
-         THEN COLLECT { MATCH (node)-[r:SUMMARIZES]->(x) RETURN x.id ORDER BY r.ordinal }
+         THEN COLLECT { MATCH (node)-[r:SUMMARIZES]->(x) WHERE x.id IS NOT NULL RETURN x.id ORDER BY r.ordinal }
          ELSE []
        END AS children,
        CASE WHEN label = 'Summary'

@@ -19,6 +19,7 @@ CALL () {
   UNION ALL
   MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b, type(r) AS type
 }
+WITH a, b, type WHERE a IS NOT NULL AND b IS NOT NULL
 RETURN a, b, type;
 
 // name: seeds
@@ -31,7 +32,7 @@ WITH node, score ORDER BY score DESC LIMIT $k
 WITH collect({id: node.id, score: score}) AS passages, head(collect(node)) AS best
 CALL (best) {
   OPTIONAL MATCH (best)-[:MENTIONS]->(e:Entity)
-  WITH e WHERE e IS NOT NULL
+  WITH e WHERE e.id IS NOT NULL AND e.name IS NOT NULL
   RETURN collect({id: e.id, name: e.name, chunks: COUNT { (e)<-[:MENTIONS]-(:Chunk) }}) AS feedback
 }
 OPTIONAL MATCH (m:GraphStrata {id: 'meta'})

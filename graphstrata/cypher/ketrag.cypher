@@ -12,7 +12,7 @@ RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS descr
 // similarity to the query. Shown as a triple "(subject; predicate; object)", never as prose (the
 // no-LLM extractor's predicates are lemmas), with a description a model or the user wrote.
 MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
-WHERE s.id IN $seeds
+WHERE s.id IN $seeds AND r.id IS NOT NULL AND r.text IS NOT NULL
 WITH r, count(DISTINCT s) AS seeds
 RETURN r.id AS id,
        CASE WHEN r.subject IS NULL OR r.predicate IS NULL OR r.object IS NULL THEN r.text
@@ -33,6 +33,7 @@ WHERE x.id IN $ids
 WITH c, count(l) AS links
 ORDER BY links DESC LIMIT $chunks
 MATCH (c)-[:HAS_PART]->(s:SubChunk)
+WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
 RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
        vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY links DESC, score DESC;
@@ -43,6 +44,8 @@ CALL db.index.vector.queryNodes('keyword_embedding', $candidates, $vector) YIELD
 WHERE node.id IS NOT NULL
 WITH node, score ORDER BY score DESC LIMIT $k
 MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
+WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.tokens IS NOT NULL
+  AND s.embedding IS NOT NULL
 RETURN node.term AS term, score AS kscore,
        collect({id: s.id, text: s.text, tokens: s.tokens, chunk: c.id, title: c.doc_title,
                 score: vector.similarity.cosine(s.embedding, $vector)}) AS subs

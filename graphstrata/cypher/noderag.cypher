@@ -6,7 +6,8 @@
 // its passages do not (a model wrote it); spaCy's sentences, lemma-level triples and the no-LLM
 // summaries only copy or abridge the text.
 MATCH (a)
-WHERE a:Entity OR a:SemanticUnit OR a:Relation OR a:Attribute OR a:HighLevel OR a:Overview OR a:Chunk
+WHERE (a:Entity OR a:SemanticUnit OR a:Relation OR a:Attribute OR a:HighLevel OR a:Overview OR a:Chunk)
+  AND a.id IS NOT NULL
 RETURN a.id AS id, labels(a)[0] AS label,
        (a:SemanticUnit OR a:Attribute OR a:HighLevel) AND coalesce(a.extractor = 'llm', false) AS own_text;
 
@@ -19,6 +20,7 @@ RETURN a.id AS id, labels(a)[0] AS label,
 // mentions (the KG's provenance, not a NodeRAG edge) come as CHUNK_MENTIONS, which the walk leaves
 // out and the feedback entities read.
 MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEMANTIC|SYNONYM|HAS_RELATION]->(b)
+WHERE a.id IS NOT NULL AND b.id IS NOT NULL
 RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIONS' ELSE type(r) END AS type;
 
 // name: overview_search

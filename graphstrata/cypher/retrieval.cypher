@@ -23,7 +23,9 @@ WHERE node.id IS NOT NULL
 RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
 
 // name: link_entities
-// Query linking (retrieval/linking.py), one round trip. For each query entity $names[i] ({name,
+// Query linking (retrieval/linking.py), one round trip. Like every traversal of the retrieval
+// queries it skips nodes without an id: a node a concurrent deletion is taking apart (a "ghost",
+// tests/test_ghosts.py) can still be reached, its properties gone. For each query entity $names[i] ({name,
 // normalized, words}): the entity with that normalised name (score 1); if there is none, the best
 // $per_name entities whose names hold all its words (full-text `words`, score relative to the
 // best hit); then each linked entity's SYNONYM neighbours (entity resolution), scored by the link
@@ -46,7 +48,9 @@ CALL (e, via, score) {
   RETURN e AS linked, via AS how, score AS s
   UNION
   MATCH (e)-[y:SYNONYM]-(o:Entity)
+  WHERE o.id IS NOT NULL
   RETURN o AS linked, 'synonym' AS how, score * y.score AS s
 }
+WITH q, linked, how, s WHERE linked.id IS NOT NULL AND linked.name IS NOT NULL
 RETURN linked.id AS id, linked.name AS name, q.name AS query_name, how AS via, s AS score,
        COUNT { (:Chunk)-[:MENTIONS]->(linked) } AS chunks;

@@ -20,7 +20,7 @@ RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score, 2
 // relevant first (linked to most frontier entities, then by summed edge weight; id for ties), so a
 // cap ($limit) keeps what an exact match most likely needs.
 MATCH (a:Entity)-[r:RELATED]-(b:Entity)
-WHERE a.id IN $frontier AND NOT b.id IN $seen
+WHERE a.id IN $frontier AND b.id IS NOT NULL AND NOT b.id IN $seen
 WITH b, count(DISTINCT a) AS links, sum(coalesce(r.weight, 1)) AS weight
 RETURN b.id AS id
 ORDER BY links DESC, weight DESC, id
@@ -29,7 +29,7 @@ LIMIT $limit;
 // name: induced
 // The candidate subgraph: the entities and the RELATED edges among them.
 MATCH (e:Entity)
-WHERE e.id IN $ids
+WHERE e.id IN $ids AND e.name IS NOT NULL
 OPTIONAL MATCH (e)-[r:RELATED]->(b:Entity)
 WHERE b.id IN $ids
 RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS normalized,
@@ -43,6 +43,7 @@ RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS no
 // Source chunks of entities (MENTIONS), for provenance and Recall@k.
 UNWIND $ids AS id
 MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {id: id})
+WHERE c.id IS NOT NULL
 WITH id, c ORDER BY c.id
 RETURN id, collect(c.id) AS chunks, collect(DISTINCT c.doc_title) AS titles;
 
@@ -50,7 +51,7 @@ RETURN id, collect(c.id) AS chunks, collect(DISTINCT c.doc_title) AS titles;
 // Source chunks of matched edges: the nodalized Relation(s) behind a RELATED edge (HAS_RELATION).
 UNWIND $edges AS edge
 MATCH (s:Entity {id: edge.src})-[:SUBJECT_OF]->(r:Relation)-[:OBJECT]->(o:Entity {id: edge.dst})
-WHERE r.predicate = edge.predicate
+WHERE r.predicate = edge.predicate AND r.id IS NOT NULL
 OPTIONAL MATCH (c:Chunk)-[:HAS_RELATION]->(r)
 WITH edge, r, c ORDER BY r.id, c.id
 RETURN edge.key AS key, collect(DISTINCT r.id) AS relations, collect(DISTINCT c.id) AS chunks,
@@ -88,7 +89,7 @@ RETURN gold, candidates;
 // Training stars of the dominance model (SG-RAG §4.2): every entity with RELATED neighbours, labelled as
 // the matcher labels it (normalized name), with its distinct neighbours' labels.
 MATCH (e:Entity)-[:RELATED]-(b:Entity)
-WHERE b <> e
+WHERE b <> e AND e.name IS NOT NULL AND b.name IS NOT NULL
 WITH e, collect(DISTINCT b) AS nbrs
 RETURN coalesce(e.normalized, toLower(e.name)) AS label,
        [b IN nbrs | coalesce(b.normalized, toLower(b.name))] AS leaves
