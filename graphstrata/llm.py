@@ -5,7 +5,8 @@ Every LLM call of graphstrata (extraction, summaries, answers, remote embeddings
 place:
 
 * **retries** — tenacity, exponential backoff with jitter (honouring ``Retry-After``) on 429, 5xx,
-  timeouts and connection errors; the ``openai`` package's own retries are off (``max_retries=0``).
+  timeouts and connection errors (:func:`graphstrata.llm_errors.is_retryable`, where the client's
+  errors are defined too); the ``openai`` package's own retries are off (``max_retries=0``).
 * **bounded concurrency** — a semaphore around every HTTP request; :meth:`LLMClient.map` runs many
   prompts over a thread pool with a progress callback.
 * **accounting** — calls, tokens, cache hits, retries and failures per named stage (:meth:`usage`).
@@ -37,6 +38,14 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from graphstrata.config import Settings, get_settings
 from graphstrata.llm_cache import ReplyCache
+from graphstrata.llm_errors import (
+    ExtractionFailed,
+    LLMCallFailed,
+    LLMError,
+    LLMNotConfigured,
+    is_retryable,
+    retry_after,
+)
 from graphstrata.llm_json import parse_json_lenient
 
 T = TypeVar("T")
@@ -44,33 +53,6 @@ R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
 
 Message = dict[str, Any]
-
-
-class LLMError(RuntimeError):
-    """Base class of the errors this module raises."""
-
-
-class LLMNotConfigured(LLMError):
-    """No endpoint or model is configured (the caller should fall back to no-LLM mode)."""
-
-
-class LLMCallFailed(LLMError):
-    """A request still failed after every retry (rate limits, 5xx, timeouts, connection errors)."""
-
-
-class ExtractionFailed(LLMError):
-    """The model gave no reply that validates against the expected schema, even after repair and re-asks.
-
-    Carries what a report needs: the stage, how many replies were tried, each reply's error and the
-    last raw reply.
-    """
-
-    def __init__(self, message: str, *, stage: str, attempts: int, errors: list[str], last_reply: str | None) -> None:
-        super().__init__(message)
-        self.stage = stage
-        self.attempts = attempts
-        self.errors = errors
-        self.last_reply = last_reply
 
 
 @dataclass
@@ -83,37 +65,6 @@ class StageUsage:
     cache_hits: int = 0
     failures: int = 0
     retries: int = 0
-
-
-# --------------------------------------------------------------------------------------------
-# retry policy
-# --------------------------------------------------------------------------------------------
-
-
-def is_retryable(exc: BaseException) -> bool:
-    """Transient failures: timeouts, connection errors, 408/409/429 and 5xx (not an exhausted quota)."""
-    if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code == 429 and getattr(exc, "code", None) == "insufficient_quota":
-            return False  # OpenAI's 429 for an empty account: waiting will not help
-        return exc.status_code in (408, 409, 429) or exc.status_code >= 500
-    return False
-
-
-def _retry_after(exc: BaseException | None) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is not None:
-            try:
-                return float(value) / scale
-            except ValueError:
-                return None
-    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,7 +172,7 @@ class LLMClient:
         ceiling = min(self.backoff_max, self.backoff_initial * 2 ** (state.attempt_number - 1))
         delay = random.uniform(ceiling / 2, ceiling)
         exc = state.outcome.exception() if state.outcome else None
-        hinted = _retry_after(exc)
+        hinted = retry_after(exc)
         if hinted is not None:
             delay = max(delay, min(hinted, self.backoff_max))
         return delay

@@ -47,17 +47,14 @@ Where the paper is silent (each choice is marked "ours" in the parameter descrip
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from neo4j import Query, RoutingControl
 from pydantic import BaseModel, Field, model_validator
 
-from graphstrata.algorithms.eacs import density_bound, diameter_bound, eacs, greedy_pack, pairwise_similarity
-from graphstrata.algorithms.qpeel import Community, cosine_similarities
+from graphstrata.algorithms.eacs import eacs, greedy_pack
+from graphstrata.algorithms.qpeel import cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
@@ -69,14 +66,22 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.darag_layers import (
+    LAYER_TITLE,
+    REL_TYPE,
+    Candidate,
+    Layer,
+    build_chunk_graph,
+    build_fine_graphs,
+    community_chunks,
+    community_note,
+    make_candidate,
+    relation_lines,
+    render_community,
+)
 from graphstrata.text.tokens import count_tokens, truncate
 
-Layer = Literal["kg", "similarity"]
-LAYER_TITLE = {"chunk": "Semantic chunk layer", "kg": "Knowledge graph layer", "similarity": "Similarity layer"}
-REL_TYPE = {"chunk": "CHUNK_RELATED", "kg": "RELATED", "similarity": "SIMILAR"}
 REPORT_STAGE = "darag_report"
-MAX_RENDER_ITEMS = 60  # entities / relation lines shown per community (report prompt and no-LLM rendering)
-MAX_DESCRIPTION_CHARS = 400
 PROMPT_TOKENS = 3000  # cap on the community description sent to the LLM
 REPORT_SHARE = 3200 / 4800  # Table 4: max_token_for_community_report / max_token_for_context
 
@@ -172,70 +177,6 @@ class DARAGParams(RetrieverParams):
         return self
 
 
-@dataclass
-class _Graph:
-    """One layer's subgraph as arrays: ``ids[i]`` is the node id of local node ``i``."""
-
-    ids: list[str]
-    emb: np.ndarray
-    edges: np.ndarray  # (m, 2) local ids
-
-
-@dataclass
-class _Candidate:
-    layer: str
-    community: Community
-    members: list[str]  # node ids
-    key: str
-    duplicate_of: int | None = None  # a higher k of the same layer with the same nodes
-    llm_score: float | None = None
-    report: str | None = None
-    rendering: str = ""
-    selected: bool = False
-    chunk_ids: list[str] = field(default_factory=list)
-    avg_similarity: float = 0.0
-
-    @property
-    def score(self) -> float:
-        """S of §5.1: the LLM's relevance score when there is one, else QRScore."""
-        return self.llm_score if self.llm_score is not None else self.community.qrscore
-
-    def metrics(self) -> dict[str, Any]:
-        c = self.community
-        n = int(c.nodes.size)
-        return {
-            "layer": self.layer,
-            "k": c.k,
-            "size": n,
-            "n_edges": len(c.edges),
-            "qrscore": round(c.qrscore, 4),
-            "density": round(c.density, 4),
-            "density_bound": round(density_bound(n, c.k), 4),
-            "diameter": c.diameter,
-            "diameter_bound": diameter_bound(n, c.k),
-            "avg_similarity": round(self.avg_similarity, 4),
-        }
-
-
-def _as_matrix(vectors: list[Any], dim: int) -> np.ndarray:
-    """Embeddings as an (n, dim) float matrix; a missing embedding is a zero row (cosine 0)."""
-    out = np.zeros((len(vectors), dim), dtype=np.float64)
-    for i, v in enumerate(vectors):
-        if v is not None and len(v) == dim:
-            out[i] = v
-    return out
-
-
-def _community_key(layer: str, k: int, members: list[str]) -> str:
-    digest = hashlib.sha1("\n".join(sorted(members)).encode()).hexdigest()[:12]
-    return f"eacs:{layer}:k{k}:{digest}"
-
-
-def _clip(text: str | None, limit: int = MAX_DESCRIPTION_CHARS) -> str:
-    text = re.sub(r"\s+", " ", text or "").strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 # --------------------------------------------------------------------------------------------------
 # The retriever
 # --------------------------------------------------------------------------------------------------
@@ -267,10 +208,10 @@ class DARAGRetriever(Retriever):
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
         with t.stage("coarse_eacs"):
             chunks = {r["id"]: r for r in rows}
-            chunk_graph = self._chunk_graph(rows, q.size)
+            chunk_graph = build_chunk_graph(rows, q.size)
             chunk_cos = dict(zip(chunk_graph.ids, cosine_similarities(chunk_graph.emb, q).tolist(), strict=True))
             found, top = eacs(chunk_graph.edges, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
-            coarse = [self._candidate("chunk", c, chunk_graph) for c in found]
+            coarse = [make_candidate("chunk", c, chunk_graph) for c in found]
             coarse_notes: dict[str, Any] = {"candidates": len(rows), "edges": len(chunk_graph.edges), "max_truss": top}
             if coarse:
                 best = max(coarse, key=lambda c: (c.community.qrscore, c.community.k))
@@ -292,10 +233,10 @@ class DARAGRetriever(Retriever):
         with t.stage("working_fetch"):
             ents = self._read(query("darag.working_subgraph"), chunks=hc, k_neighbor=p.k_neighbor)
         with t.stage("fine_eacs"):
-            fine_graphs = self._fine_graphs(ents, q.size, p.layers)
-            fine: list[_Candidate] = []
+            fine_graphs = build_fine_graphs(ents, q.size, p.layers)
+            fine: list[Candidate] = []
             for layer, g in fine_graphs.items():
-                found = [self._candidate(layer, c, g) for c in eacs(g.edges, g.emb, q, ks)[0]]
+                found = [make_candidate(layer, c, g) for c in eacs(g.edges, g.emb, q, ks)[0]]
                 # the same node set at several k is one community: keep it at its highest k
                 by_nodes: dict[tuple[str, ...], int] = {}
                 for i in reversed(range(len(found))):
@@ -307,10 +248,10 @@ class DARAGRetriever(Retriever):
                 fine.extend(found)
             distinct = [c for c in fine if c.duplicate_of is None]
             info = {e["id"]: e for e in ents}
-            rel_lines = self._relation_lines(ents)
+            rel_lines = relation_lines(ents)
             for c in distinct:
-                c.rendering = self._render(c, info, rel_lines)
-                c.chunk_ids = self._chunks_of(c.members, info, chunk_cos)
+                c.rendering = render_community(c, info, rel_lines)
+                c.chunk_ids = community_chunks(c.members, info, chunk_cos)
 
         # ---- 3. scores and reports (LLM) or QRScore, then greedy packing into C_b -----------------
         llm_notes: dict[str, Any] = {"used": False}
@@ -392,8 +333,8 @@ class DARAGRetriever(Retriever):
             "candidates": len(distinct),
             "selected": len(chosen),
             "report_budget": min(cb, p.budget),
-            "communities": [self._note(c, chunk_graph.ids) for c in coarse]
-            + [self._note(c, fine_graphs[c.layer].ids) for c in fine],
+            "communities": [community_note(c, chunk_graph.ids) for c in coarse]
+            + [community_note(c, fine_graphs[c.layer].ids) for c in fine],
         }
         if p.use_llm and not self.settings.llm_enabled:
             # the default asks for the LLM: a user without one must see that the ranking fell back
@@ -409,117 +350,13 @@ class DARAGRetriever(Retriever):
         )
         return [dict(zip(r.keys(), r.values(), strict=True)) for r in records]
 
-    # ---- building the layer graphs ---------------------------------------------------------------
-
-    @staticmethod
-    def _chunk_graph(rows: list[dict], dim: int) -> _Graph:
-        ids = [r["id"] for r in rows]
-        index = {c: i for i, c in enumerate(ids)}
-        edges = [(index[r["id"]], index[d]) for r in rows for d in r["related"] if d in index]
-        emb = _as_matrix([r["embedding"] for r in rows], dim)
-        return _Graph(ids, emb, np.asarray(edges, dtype=np.int64).reshape(-1, 2))
-
-    @staticmethod
-    def _fine_graphs(ents: list[dict], dim: int, layers: list[Layer]) -> dict[str, _Graph]:
-        ids = [e["id"] for e in ents]
-        index = {x: i for i, x in enumerate(ids)}
-        emb = _as_matrix([e["embedding"] for e in ents], dim)
-        out: dict[str, _Graph] = {}
-        if "kg" in layers:
-            kg = [(index[e["id"]], index[r["b"]]) for e in ents for r in e["related"] if r["b"] in index]
-            out["kg"] = _Graph(ids, emb, np.asarray(kg, dtype=np.int64).reshape(-1, 2))
-        if "similarity" in layers:
-            # an entity's k_neighbor list, read in both directions, may name a pair twice: keep it once
-            sim = sorted(
-                {
-                    (min(index[e["id"]], index[s["b"]]), max(index[e["id"]], index[s["b"]]))
-                    for e in ents
-                    for s in e["similar"]
-                    if s["b"] in index
-                }
-            )
-            out["similarity"] = _Graph(ids, emb, np.asarray(sim, dtype=np.int64).reshape(-1, 2))
-        return out
-
-    @staticmethod
-    def _candidate(layer: str, c: Community, g: _Graph) -> _Candidate:
-        members = [g.ids[i] for i in c.nodes.tolist()]
-        return _Candidate(
-            layer=layer,
-            community=c,
-            members=members,
-            key=_community_key(layer, c.k, members),
-            avg_similarity=pairwise_similarity(g.emb[c.nodes]),
-        )
-
-    @staticmethod
-    def _note(c: _Candidate, ids: list[str]) -> dict[str, Any]:
-        """One community of notes["communities"]: B.3 metrics, A.1/A.2 bounds, its nodes and edges."""
-        out = c.metrics()
-        out["selected"] = c.selected
-        if c.duplicate_of is not None:
-            out["duplicate_of_k"] = c.duplicate_of
-        if c.llm_score is not None:
-            out["llm_score"] = c.llm_score
-        out["id"] = c.key
-        out["nodes"] = c.members
-        out["edges"] = [[ids[a], ids[b]] for a, b in c.community.edges.tolist()]
-        return out
-
-    # ---- community texts ---------------------------------------------------------------------------
-
-    @staticmethod
-    def _relation_lines(ents: list[dict]) -> dict[tuple[str, str], list[tuple[str, str]]]:
-        """RELATED edges of the working subgraph: (a, b) → [(predicate, description)]."""
-        out: dict[tuple[str, str], list[tuple[str, str]]] = {}
-        for e in ents:
-            for r in e["related"]:
-                out.setdefault((e["id"], r["b"]), []).append((r["predicate"] or "related to", r["description"] or ""))
-        return out
-
-    @staticmethod
-    def _render(c: _Candidate, info: dict[str, dict], rel_lines: dict[tuple[str, str], list[tuple[str, str]]]) -> str:
-        """The extractive community text: its entities (with descriptions) and the KG relations among
-        them, a sentence shared by several relations given once."""
-        members = set(c.members)
-        names = {m: info[m]["name"] or m for m in c.members}
-        lines = [
-            f"{LAYER_TITLE[c.layer]} community (k={c.community.k}): "
-            + ", ".join(sorted(names.values(), key=str.lower)[:MAX_RENDER_ITEMS])
-        ]
-        described = [m for m in c.members if info[m].get("description")][:MAX_RENDER_ITEMS]
-        for m in sorted(described, key=lambda m: names[m].lower()):
-            kind = info[m].get("type")
-            label = f"{names[m]} ({kind})" if kind and kind != "UNKNOWN" else names[m]
-            lines.append(f"- {label}: {_clip(info[m]['description'])}")
-        by_text: dict[str, list[str]] = {}
-        for (a, b), rels in rel_lines.items():
-            if a in members and b in members:
-                for predicate, description in rels:
-                    by_text.setdefault(_clip(description), []).append(f"{names[a]} -[{predicate}]-> {names[b]}")
-        if by_text:
-            lines.append("Relations:")
-            for text, triples in list(by_text.items())[:MAX_RENDER_ITEMS]:
-                lines.append(f"- {'; '.join(dict.fromkeys(triples))}" + (f": {text}" if text else ""))
-        return "\n".join(lines)
-
-    @staticmethod
-    def _chunks_of(members: list[str], info: dict[str, dict], cos: dict[str, float]) -> list[str]:
-        """Chunks of H_C that mention the community's entities: most members mentioned first, then by
-        cosine to the question (for provenance and Recall@k)."""
-        count: dict[str, int] = {}
-        for m in members:
-            for ch in info[m]["chunks"]:
-                count[ch] = count.get(ch, 0) + 1
-        return sorted(count, key=lambda ch: (-count[ch], -cos.get(ch, 0.0)))
-
     # ---- LLM scores and reports ---------------------------------------------------------------------
 
-    def _assess(self, question: str, cands: list[_Candidate], p: DARAGParams) -> dict[str, Any]:
+    def _assess(self, question: str, cands: list[Candidate], p: DARAGParams) -> dict[str, Any]:
         """Φ_LLM(q, H^k) of §5.1 for every candidate, one call each (stage darag_report). A candidate
         whose call fails keeps QRScore as its score and its extractive rendering as its report."""
 
-        def prompt(c: _Candidate) -> list[dict[str, str]]:
+        def prompt(c: Candidate) -> list[dict[str, str]]:
             text = truncate(c.rendering, PROMPT_TOKENS)
             body = REPORT_PROMPT.format(
                 question=question,

@@ -9,7 +9,8 @@ Appendices B–E, L, M.  Each step is a small module of pure functions over in-m
 ``decompose``             cost-aware path decomposition (Algorithm 4, App. E)
 ``completion``            label completion of unknown nodes (Algorithms 5–6, App. E)
 ``dominance``             exact path/star containment check; dominance comparison (§4.2–4.3)
-``gat``                   star-subgraph GAT + hinge dominance loss in numpy (App. C, Algorithm 2)
+``gat``                   star-subgraph GAT + hinge dominance loss in numpy (App. C)
+``train``                 its training: substructure lattices, Algorithm 2's loop (App. C)
 ``embedder``              the trained model at query time: o(v), o(p_q), per-row wildcard filter (§4.2–4.3)
 ``model``                 training on corpus stars, pruning power, (de)serialisation of ``M`` (§4.2, App. C)
 ``path_index``            index over path labels and dominance embeddings (Eq. 4, App. L)
@@ -41,17 +42,7 @@ from graphstrata.algorithms.sgrag.decompose import (
 )
 from graphstrata.algorithms.sgrag.dominance import dominance_mask, dominates, path_contained, star_contained
 from graphstrata.algorithms.sgrag.embedder import DominanceEmbedder
-from graphstrata.algorithms.sgrag.gat import (
-    HashingLabelEncoder,
-    LabelEncoder,
-    StarGAT,
-    TrainReport,
-    dominance_violations,
-    mapping_encoder,
-    negative_pairs,
-    substructure_pairs,
-    train_dominance,
-)
+from graphstrata.algorithms.sgrag.gat import HashingLabelEncoder, LabelEncoder, StarGAT, mapping_encoder
 from graphstrata.algorithms.sgrag.match import (
     MatchResult,
     PathStats,
@@ -70,6 +61,13 @@ from graphstrata.algorithms.sgrag.query_graph import (
     enumerate_paths,
     hop_compatible,
     is_unknown_label,
+)
+from graphstrata.algorithms.sgrag.train import (
+    TrainReport,
+    dominance_violations,
+    negative_pairs,
+    substructure_pairs,
+    train_dominance,
 )
 
 __all__ = [

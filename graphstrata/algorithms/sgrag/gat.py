@@ -21,7 +21,7 @@ would enforce the opposite order — a sign slip (GNN-PE writes ``max(0, o(s) �
 ``Σ ||max(0, o(s) − o(g) + margin)||²``, the margin keeping the optimum away from the degenerate
 all-equal embedding.  Substructures of a star (Fig. 5) are its sub-multisets of leaf labels; by
 transitivity it is enough to train on *covering* pairs ``(s + one leaf, s)`` of each data star's
-substructure lattice, which :func:`substructure_pairs` enumerates (all of them up to
+substructure lattice, which :func:`~graphstrata.algorithms.sgrag.train.substructure_pairs` enumerates (all of them up to
 ``max_per_star`` per star, else random removal chains).  Training runs Adam with an analytic backward
 pass, the loss taken on batches of pairs (the stars are encoded once, the forward pass covers all of
 them), and stops when the epoch loss is exactly zero (Algorithm 2, line 16) or after ``epochs``.
@@ -29,7 +29,8 @@ them), and stops when the epoch loss is exactly zero (Algorithm 2, line 16) or a
 Optional extension (off by default, not in the paper): the loss above never asks a *non*-substructure to
 leave the dominance region, and with a sum readout a data star with many leaves then dominates almost any
 query star, so the filter prunes little.  ``negatives_per_star`` adds pairs ``(q, g)`` with ``q ⊄ g``
-(:func:`negative_pairs`) and the hinge ``max(0, m − max_k (o(q) − o(g))_k)²``; it changes what the filter
+(:func:`~graphstrata.algorithms.sgrag.train.negative_pairs`)
+and the hinge ``max(0, m − max_k (o(q) − o(g))_k)²``; it changes what the filter
 rejects, never the guarantee below (that comes from the architecture).
 
 Guarantee (the crux of exact retrieval — a false negative loses an answer):
@@ -50,29 +51,21 @@ tolerance (:data:`graphstrata.algorithms.sgrag.dominance.DOMINANCE_RTOL`).
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import product
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
 from graphstrata import limits
-from graphstrata.algorithms.sgrag.dominance import DOMINANCE_ATOL, DOMINANCE_RTOL
 from graphstrata.algorithms.sgrag.query_graph import Star
 
 __all__ = [
     "HashingLabelEncoder",
     "LabelEncoder",
     "StarGAT",
-    "TrainReport",
-    "dominance_violations",
     "mapping_encoder",
-    "negative_pairs",
-    "substructure_pairs",
-    "train_dominance",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -120,7 +113,7 @@ def mapping_encoder(vectors: Mapping[str, npt.ArrayLike]) -> LabelEncoder:
 
 
 @dataclass
-class _Batch:
+class StarBatch:
     """Stars in flat (CSR) form: one row per star, leaves of all stars concatenated in star order."""
 
     xc: FloatArray  # (B, F) centre label embeddings
@@ -130,7 +123,7 @@ class _Batch:
     starts: IntArray  # first leaf of each star that has leaves (for segment max)
 
     @classmethod
-    def build(cls, stars: Sequence[Star], encode: LabelEncoder) -> _Batch:
+    def build(cls, stars: Sequence[Star], encode: LabelEncoder) -> StarBatch:
         counts = np.fromiter((len(s.leaves) for s in stars), dtype=np.int64, count=len(stars))
         seg = np.repeat(np.arange(len(stars), dtype=np.int64), counts)
         vocab: dict[str, int] = {}  # encode each distinct label once
@@ -197,7 +190,7 @@ class StarGAT:
 
     # -- forward / backward ---------------------------------------------------------------------------
 
-    def _forward(self, b: _Batch) -> tuple[FloatArray, dict[str, FloatArray]]:
+    def _forward(self, b: StarBatch) -> tuple[FloatArray, dict[str, FloatArray]]:
         s, seg, agg = self.slope, b.seg, b.agg
         hc, hl = b.xc @ self.W, b.xl @ self.W
         sc, tc, sl, tl = hc @ self.a_src, hc @ self.a_dst, hl @ self.a_src, hl @ self.a_dst
@@ -229,7 +222,7 @@ class StarGAT:
         cache["y"] = y
         return y @ self.W_o + self.b_o, cache
 
-    def _backward(self, b: _Batch, c: dict[str, FloatArray], do: FloatArray) -> dict[str, FloatArray]:
+    def _backward(self, b: StarBatch, c: dict[str, FloatArray], do: FloatArray) -> dict[str, FloatArray]:
         s, seg, agg = self.slope, b.seg, b.agg
         hc, hl, al = c["hc"], c["hl"], c["al"]
         grads = {"W_o": c["y"].T @ do, "b_o": do.sum(axis=0)}
@@ -279,7 +272,7 @@ class StarGAT:
         for lo in range(0, len(stars), chunk):
             limits.check()
             part = stars[lo : lo + chunk]
-            out[lo : lo + len(part)] = self._forward(_Batch.build(part, encode))[0]
+            out[lo : lo + len(part)] = self._forward(StarBatch.build(part, encode))[0]
         return out
 
     def pair_loss(
@@ -296,13 +289,15 @@ class StarGAT:
 
         ``negatives`` (rows ``(q, g)`` with ``q ⊄ g``) add ``negative_weight · mean max(0, m − max_k (o(q) −
         o(g))_k)²``: the query star must exceed the data star by ``m`` in at least one coordinate, so the
-        dominance filter can reject it (see :func:`negative_pairs`; not in the paper).
+        dominance filter can reject it (see :func:`~graphstrata.algorithms.sgrag.train.negative_pairs`;
+        not in the paper).
         """
-        return self._pair_loss(_Batch.build(stars, encode), pairs, margin, negatives, negative_margin, negative_weight)
+        batch = StarBatch.build(stars, encode)
+        return self._pair_loss(batch, pairs, margin, negatives, negative_margin, negative_weight)
 
     def _pair_loss(
         self,
-        b: _Batch,
+        b: StarBatch,
         pairs: IntArray,
         margin: float,
         negatives: IntArray | None,
@@ -325,197 +320,3 @@ class StarGAT:
             np.add.at(do, (negatives[:, 1], k), scale)
             loss += negative_weight * float(np.sum(short**2) / len(negatives))
         return loss, self._backward(b, cache, do)
-
-
-def substructure_pairs(stars: Sequence[Star], *, max_per_star: int = 256, seed: int = 0) -> tuple[list[Star], IntArray]:
-    """The substructure lattice of each star (Fig. 5) as unique stars plus covering pairs ``(g, s)``.
-
-    A star with leaf counts ``c_1..c_m`` has ``Π (c_i + 1)`` sub-multisets; up to ``max_per_star`` all
-    are enumerated, beyond that random removal chains (full star → … → bare centre) are sampled until
-    the budget is reached.  ``pairs[k] = (i, j)`` means ``stars[j]`` is ``stars[i]`` minus one leaf.
-    """
-    rng = np.random.default_rng(seed)
-    index: dict[Star, int] = {}
-    unique: list[Star] = []
-
-    def add(star: Star) -> int:
-        i = index.get(star)
-        if i is None:
-            i = index[star] = len(unique)
-            unique.append(star)
-        return i
-
-    edges: set[tuple[int, int]] = set()
-    for star in dict.fromkeys(stars):
-        limits.check()
-        counts = Counter(star.leaves)
-        labels = sorted(counts)
-        total = 1
-        for c in counts.values():
-            total *= c + 1
-        if total <= max_per_star:
-            members = []
-            for combo in product(*(range(counts[label] + 1) for label in labels)):
-                members.append(
-                    Star(star.center, tuple(lab for lab, k in zip(labels, combo, strict=True) for _ in range(k)))
-                )
-            member_set = set(members)
-            for sub in members:
-                gi = add(sub)
-                for label in set(sub.leaves):
-                    leaves = list(sub.leaves)
-                    leaves.remove(label)
-                    smaller = Star(star.center, tuple(leaves))
-                    if smaller in member_set:
-                        edges.add((gi, add(smaller)))
-        else:
-            budget = max_per_star
-            while budget > 0:
-                leaves = list(star.leaves)
-                current = add(star)
-                while leaves:
-                    leaves.pop(int(rng.integers(len(leaves))))
-                    smaller = add(Star(star.center, tuple(leaves)))
-                    edges.add((current, smaller))
-                    current = smaller
-                    budget -= 1
-    pairs = np.array(sorted(edges), dtype=np.int64).reshape(-1, 2)
-    return unique, pairs
-
-
-def negative_pairs(
-    stars: Sequence[Star], unique: list[Star], per_star: int, *, seed: int = 0
-) -> tuple[list[Star], IntArray]:
-    """Non-containment pairs ``(q, g)`` for the optional negative term (an extension: the paper trains on
-    substructure pairs only, which leaves nothing pushing ``o(q) ⋠ o(g)`` when ``q ⊄ g``, and a sum readout
-    then lets a high-degree data star dominate almost any query star).
-
-    ``q`` = a random sub-star of ``g`` (each leaf kept with probability ½) plus one label of the corpus
-    vocabulary that ``g`` lacks — the shape of a query star whose node has a neighbour the data node has
-    not.  New stars are appended to ``unique`` (indices are into it).
-    """
-    rng = np.random.default_rng(seed)
-    index = {s: i for i, s in enumerate(unique)}
-    vocab = sorted({leaf for s in stars for leaf in s.leaves} | {s.center for s in stars})
-    rows: list[tuple[int, int]] = []
-    for g in dict.fromkeys(stars):
-        have = set(g.leaves)
-        if len(have) >= len(vocab) or g not in index:
-            continue
-        for _ in range(per_star):
-            extra = vocab[int(rng.integers(len(vocab)))]
-            if extra in have:
-                continue
-            q = Star.of(g.center, [leaf for leaf in g.leaves if rng.random() < 0.5] + [extra])
-            qi = index.get(q)
-            if qi is None:
-                qi = index[q] = len(unique)
-                unique.append(q)
-            rows.append((qi, index[g]))
-    return unique, np.array(sorted(set(rows)), dtype=np.int64).reshape(-1, 2)
-
-
-@dataclass
-class TrainReport:
-    """Outcome of :func:`train_dominance` (``violations`` counts pairs with ``o(s) ⋠ o(g)``)."""
-
-    epochs: int
-    loss: float
-    violations: int
-    stars: int
-    pairs: int
-    history: list[float] = field(default_factory=list)
-    negatives: int = 0  # non-containment pairs trained on (0: the paper's loss alone)
-    negative_satisfied: float = 0.0  # share of them the embeddings reject (o(q) ⋠ o(g) by the margin)
-
-    @property
-    def converged(self) -> bool:
-        return self.loss == 0.0
-
-
-def dominance_violations(model: StarGAT, stars: Sequence[Star], pairs: IntArray, encode: LabelEncoder) -> int:
-    """Number of pairs ``(g, s)`` whose embeddings break ``o(s) ⪯ o(g)`` (matcher tolerance)."""
-    if len(pairs) == 0:
-        return 0
-    o = model.embed(stars, encode)
-    lower = o[pairs[:, 1]]
-    ok = np.all(lower <= o[pairs[:, 0]] + DOMINANCE_ATOL + DOMINANCE_RTOL * np.abs(lower), axis=1)
-    return int(np.sum(~ok))
-
-
-def train_dominance(
-    model: StarGAT,
-    stars: Sequence[Star],
-    encode: LabelEncoder,
-    *,
-    epochs: int = 200,
-    lr: float = 0.01,
-    margin: float = 0.01,
-    batch_pairs: int = 4096,
-    max_per_star: int = 256,
-    seed: int = 0,
-    negatives_per_star: int = 0,
-    negative_margin: float = 0.1,
-    negative_weight: float = 1.0,
-) -> TrainReport:
-    """Algorithm 2: build the substructure pairs of ``stars`` (the data graph's stars), then Adam on
-    the hinge dominance loss until an epoch ends with zero loss or ``epochs`` run out.
-
-    ``negatives_per_star > 0`` adds the non-containment term of :meth:`StarGAT.pair_loss` (extension;
-    the run then lasts ``epochs``, the stop rule looks at the dominance loss only).
-    """
-    rng = np.random.default_rng(seed)
-    unique, pairs = substructure_pairs(stars, max_per_star=max_per_star, seed=seed)
-    negs = np.zeros((0, 2), dtype=np.int64)
-    if negatives_per_star > 0:
-        unique, negs = negative_pairs(stars, unique, negatives_per_star, seed=seed)
-    moments = {n: (np.zeros_like(getattr(model, n)), np.zeros_like(getattr(model, n))) for n in model.PARAMS}
-    beta1, beta2, eps, step = 0.9, 0.999, 1e-8, 0
-    history: list[float] = []
-    epoch_loss = float("inf")
-    epochs_run = 0
-    # The stars are encoded once: each step runs the (cheap, vectorised) forward pass over all of them and
-    # takes the loss on one batch of pairs; rebuilding a batch of stars per step was the Python hot spot.
-    full = _Batch.build(unique, encode)
-    while epochs_run < epochs:
-        epochs_run += 1
-        order = rng.permutation(len(pairs))
-        starts = range(0, len(pairs), batch_pairs)
-        neg_batches = np.array_split(negs[rng.permutation(len(negs))], len(starts)) if len(starts) else []
-        for lo, neg in zip(starts, neg_batches, strict=True):
-            limits.check()  # training on first use runs inside a request: it stops with it
-            batch = pairs[order[lo : lo + batch_pairs]]
-            _, grads = model._pair_loss(full, batch, margin, neg, negative_margin, negative_weight)
-            step += 1
-            for name, grad in grads.items():
-                m, v = moments[name]
-                m *= beta1
-                m += (1 - beta1) * grad
-                v *= beta2
-                v += (1 - beta2) * grad * grad
-                update = lr * (m / (1 - beta1**step)) / (np.sqrt(v / (1 - beta2**step)) + eps)
-                setattr(model, name, getattr(model, name) - update)
-            if model.monotone:
-                np.maximum(model.W_o, 0.0, out=model.W_o)
-        # lines 12-16: the epoch loss over all pairs decides termination
-        o = model._forward(full)[0]
-        epoch_loss = (
-            float(np.sum(np.maximum(o[pairs[:, 1]] - o[pairs[:, 0]] + margin, 0.0) ** 2)) if len(pairs) else 0.0
-        )
-        history.append(epoch_loss)
-        if epoch_loss == 0.0 and not len(negs):
-            break
-    satisfied = 0.0
-    if len(negs):
-        o = model._forward(full)[0]
-        satisfied = float(np.mean((o[negs[:, 0]] - o[negs[:, 1]]).max(axis=1) >= negative_margin))
-    return TrainReport(
-        epochs=epochs_run,
-        loss=epoch_loss,
-        violations=dominance_violations(model, unique, pairs, encode),
-        stars=len(unique),
-        pairs=len(pairs),
-        history=history,
-        negatives=len(negs),
-        negative_satisfied=satisfied,
-    )

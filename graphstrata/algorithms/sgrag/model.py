@@ -6,7 +6,7 @@ dominance loss of Eq. 3 over substructures ``s ⊂ g``), Appendix C Algorithm 2 
 
 :func:`fit_dominance` samples the data graph's stars (seeded, distinct stars only), builds their substructure
 lattices and trains a monotone :class:`~graphstrata.algorithms.sgrag.gat.StarGAT` with
-:func:`~graphstrata.algorithms.sgrag.gat.train_dominance`.  Label embeddings ``o_0`` come from
+:func:`~graphstrata.algorithms.sgrag.train.train_dominance`.  Label embeddings ``o_0`` come from
 :class:`~graphstrata.algorithms.sgrag.gat.HashingLabelEncoder`: the paper embeds labels with an LLM, but the
 dominance test only needs label *identity* (semantic equality is checked on the labels themselves), and a
 seeded hash needs no stored vectors, so query stars with any label can be embedded.
@@ -14,7 +14,7 @@ seeded hash needs no stored vectors, so query stars with any label can be embedd
 The monotone model dominates every substructure for *any* weights, so training does not decide exactness;
 it decides pruning power.  The paper's loss only asks substructures to stay below their superstructures;
 ``negatives_per_star > 0`` adds a non-containment term (our extension, off by default, see
-:func:`~graphstrata.algorithms.sgrag.gat.negative_pairs`) that pushes a star with a leaf the data star lacks
+:func:`~graphstrata.algorithms.sgrag.train.negative_pairs`) that pushes a star with a leaf the data star lacks
 out of its dominance region (measured in ``bench/results/sgrag_dominance.json``).  On the training pairs,
 ``separated`` is the share of covering pairs ``(g, s + one leaf = g)`` whose embeddings differ in at least one
 coordinate — only then can a query star with a leaf the data star lacks be rejected by the embeddings alone.
@@ -35,13 +35,9 @@ import numpy as np
 
 from graphstrata.algorithms.sgrag.dominance import DOMINANCE_ATOL, DOMINANCE_RTOL
 from graphstrata.algorithms.sgrag.embedder import DominanceEmbedder
-from graphstrata.algorithms.sgrag.gat import (
-    HashingLabelEncoder,
-    StarGAT,
-    substructure_pairs,
-    train_dominance,
-)
+from graphstrata.algorithms.sgrag.gat import HashingLabelEncoder, StarGAT
 from graphstrata.algorithms.sgrag.query_graph import Star
+from graphstrata.algorithms.sgrag.train import substructure_pairs, train_dominance
 
 __all__ = ["DominanceConfig", "FitReport", "fit_dominance", "from_record", "separated_share", "to_record"]
 
@@ -63,7 +59,7 @@ class DominanceConfig:
     max_per_star: int = 32  # substructure budget per star (Fig. 5 lattice, else random removal chains)
     batch_pairs: int = 4096
     seed: int = 0
-    # extension (not in the paper): non-containment pairs per star and their hinge (gat.negative_pairs);
+    # extension (not in the paper): non-containment pairs per star and their hinge (train.negative_pairs);
     # 0 = Appendix C's loss alone
     negatives_per_star: int = 0
     negative_margin: float = 0.1
