@@ -104,12 +104,11 @@ def method_text(name: str) -> str:
 def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     """The MCP server and the graph handle its tools share."""
     from graphstrata import analysts as lib
-    from graphstrata.retrieval.base import METHODS, _load_methods
+    from graphstrata.retrieval.base import registered_methods
 
     settings = settings or get_settings()
     graph = Graph(settings)
-    _load_methods()
-    methods = sorted(METHODS)
+    methods = list(registered_methods())
     server = MCPServer(
         name="graphstrata",
         instructions=(

@@ -8,6 +8,7 @@ from graphstrata.retrieval.auto import Shape, question_shape, route
 from graphstrata.retrieval.base import METHODS, ContextItem, RetrievalError, Retriever, RetrieverParams, Subgraph
 from graphstrata.retrieval.fusion import (
     RRF_K,
+    FusionParams,
     FusionRetriever,
     resolve_methods,
     rrf_fuse,
@@ -135,17 +136,23 @@ def test_fused_items_keep_provenance_and_text() -> None:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_resolve_methods_skips_unregistered_and_rejects_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    resolve_methods(None)  # loads the registry
-    monkeypatch.delitem(METHODS, "sgrag", raising=False)
-    run, skipped = resolve_methods(["vector", "sgrag", "fulltext", "vector"])
-    assert run == ["vector", "fulltext"] and skipped == ["sgrag"]
+def test_resolve_methods_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_methods(["vector", "sgrag", "fulltext", "vector"]) == ["vector", "sgrag", "fulltext"]
     with pytest.raises(RetrievalError, match="unknown method"):
         resolve_methods(["vector", "nonsense"])
     with pytest.raises(RetrievalError, match="inside itself"):
         resolve_methods(["fusion"])
-    default, _ = resolve_methods(None)
-    assert default[:2] == ["vector", "fulltext"] and "auto" not in default
+    # the default set is whatever the registered classes declare, in their fusion_rank order
+    default = resolve_methods(None)
+    assert default == ["vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag"]
+    described = FusionParams.model_fields["methods"].description or ""
+    assert described.startswith(f"methods to fuse (default: {', '.join(default)}:")
+    monkeypatch.setitem(METHODS, "fixed-test", type("_Ranked", (_Fixed,), {"fusion_rank": 2}))
+    # a rank shared with hipporag: the names break the tie
+    assert resolve_methods(None) == ["vector", "fulltext", "fixed-test", "hipporag", "noderag", "ketrag", "e2graphrag"]
+    monkeypatch.delitem(METHODS, "sgrag")
+    with pytest.raises(RetrievalError, match="unknown method"):
+        resolve_methods(["sgrag"])
 
 
 class _Boom(Retriever):
@@ -185,7 +192,6 @@ def test_fusion_retriever_runs_methods_concurrently_and_survives_a_failure(monke
     resolve_methods(None)
     for cls in (_Boom, _Fixed, _Fixed2):
         monkeypatch.setitem(METHODS, cls.name, cls)
-    monkeypatch.setattr("graphstrata.retrieval.fusion.KNOWN_METHODS", ("boom-test", "fixed-test", "fixed2-test"))
     r = FusionRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
         "a question", methods=["fixed-test", "boom-test", "fixed2-test"], budget=1000
     )
@@ -211,7 +217,6 @@ def test_fusion_packs_under_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     resolve_methods(None)
     monkeypatch.setitem(METHODS, "fixed-test", _Fixed)
     monkeypatch.setitem(METHODS, "fixed2-test", _Fixed2)
-    monkeypatch.setattr("graphstrata.retrieval.fusion.KNOWN_METHODS", ("fixed-test", "fixed2-test"))
     r = FusionRetriever(db=None, embedder=_Embedder()).retrieve(  # type: ignore[arg-type]
         "q", methods=["fixed-test", "fixed2-test"], budget=4
     )
@@ -221,10 +226,10 @@ def test_fusion_packs_under_one_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [x["unit"] for x in r.notes["ranks"]] == ["c2", "c1"]
 
 
-def test_fusion_with_only_missing_methods_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fusion_of_a_method_not_installed_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     resolve_methods(None)
     monkeypatch.delitem(METHODS, "sgrag", raising=False)
-    with pytest.raises(RetrievalError, match="none of the requested methods"):
+    with pytest.raises(RetrievalError, match="unknown method"):
         FusionRetriever(db=None, embedder=_Embedder()).retrieve("q", methods=["sgrag"])  # type: ignore[arg-type]
 
 
@@ -357,8 +362,6 @@ def test_fusion_and_auto_on_a_real_graph(graph, monkeypatch: pytest.MonkeyPatch)
     r = gs.retrieve(
         "Which spirit is a demon in Akkadian mythology?", "fusion", methods=["vector", "fulltext", "sgrag"], budget=2000
     )
-    if "sgrag" not in METHODS:
-        assert r.notes["skipped"] == ["sgrag"]
     ids = [i.node_id for i in r.items]
     assert len(ids) == len(set(ids)), "each chunk once"
     assert set(vector.chunk_ids()) <= set(r.chunk_ids())

@@ -33,15 +33,14 @@ from typing import Any
 from pydantic import Field
 
 from graphstrata.retrieval.base import (
-    METHODS,
     RetrievalResult,
     Retrieved,
     Retriever,
     RetrieverParams,
     Timer,
-    _load_methods,
     get_retriever,
     register,
+    registered_methods,
 )
 
 SUMMARY_STYLE = re.compile(
@@ -174,17 +173,17 @@ class AutoRetriever(Retriever):
     Params = AutoParams
 
     def _retrieve(self, question: str, p: AutoParams, t: Timer) -> Retrieved:
-        _load_methods()
+        installed = set(registered_methods())
         with t.stage("classify"):
             shape = question_shape(question)
-            chosen = route(shape, set(METHODS), p.try_sgrag)
+            chosen = route(shape, installed, p.try_sgrag)
         result = self._run(question, chosen, p, t)
         rerouted = None
         if chosen.method == "sgrag" and result.notes.get("fallback"):
             # SG-RAG answers only what it matches exactly; its 1-hop fallback is weaker than the next route.
             rerouted = f"sgrag found no exact match for the query graph ({result.notes.get('reason', 'fallback')})"
             with t.stage("classify"):
-                chosen = route(shape, set(METHODS) - {"sgrag"})
+                chosen = route(shape, installed - {"sgrag"})
             result = self._run(question, chosen, p, t)
         notes: dict[str, Any] = {
             "route": chosen.method,

@@ -172,6 +172,8 @@ class Retriever(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     Params: ClassVar[type[RetrieverParams]] = RetrieverParams
+    #: position in `fusion`'s default set of methods; None: fused only when asked for by name
+    fusion_rank: ClassVar[int | None] = None
 
     def __init__(
         self, db: Database, embedder: Embedder, settings: Settings | None = None, llm: LLMClient | None = None
@@ -237,6 +239,12 @@ def get_retriever(
     if method not in METHODS:
         raise RetrievalError(f"unknown method {method!r}; available: {', '.join(sorted(METHODS))}")
     return METHODS[method](db, embedder, settings, llm)
+
+
+def registered_methods() -> dict[str, type[Retriever]]:
+    """Every method of this installation, by name (the registry, loaded on first use)."""
+    _load_methods()
+    return dict(sorted(METHODS.items()))
 
 
 def available_methods() -> dict[str, dict[str, Any]]:

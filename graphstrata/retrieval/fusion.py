@@ -19,7 +19,8 @@ node types for it (NodeRAG a ``SemanticUnit``, KET-RAG a ``SubChunk``, the basel
 
 Methods run in threads; the question is embedded once before they start (the embedder's cache
 serves the rest). A method that fails or exceeds ``timeout`` is reported in ``notes["errors"]`` and
-the others are fused; methods that are not registered in this installation are skipped.
+the others are fused. Without ``methods`` it fuses the methods whose class sets ``fusion_rank``
+(the registry decides, in that order: vector, fulltext, hipporag, noderag, ketrag, e2graphrag).
 
 ``auto`` (routing one method per question) lives in :mod:`graphstrata.retrieval.auto`.
 """
@@ -36,7 +37,6 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from graphstrata.retrieval.base import (
-    METHODS,
     ContextItem,
     RetrievalError,
     RetrievalResult,
@@ -45,27 +45,12 @@ from graphstrata.retrieval.base import (
     RetrieverParams,
     Subgraph,
     Timer,
-    _load_methods,
     get_retriever,
     register,
+    registered_methods,
 )
 
 RRF_K = 60
-#: fusion's default methods, in this order of preference (those registered here are used)
-DEFAULT_FUSION = ("vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag")
-#: every method name the design knows; a name outside it and the registry is a typo, not "not installed"
-KNOWN_METHODS = (
-    "vector",
-    "fulltext",
-    "noderag",
-    "hipporag",
-    "ketrag",
-    "ketrag-skeleton",
-    "ketrag-keyword",
-    "e2graphrag",
-    "darag",
-    "sgrag",
-)
 META_METHODS = ("fusion", "auto")
 
 
@@ -169,27 +154,32 @@ def rrf_fuse(rankings: Mapping[str, Sequence[ContextItem]], k: int = RRF_K) -> l
 # ------------------------------------------------------------------------------------------------
 
 
-def resolve_methods(requested: Sequence[str] | None) -> tuple[list[str], list[str]]:
-    """(methods to run, requested methods skipped because this installation has not registered them)."""
-    _load_methods()
+def default_methods() -> list[str]:
+    """The methods fused when none are named: those registered with a ``fusion_rank``, in its order."""
+    ranked = [(cls.fusion_rank, name) for name, cls in registered_methods().items() if cls.fusion_rank is not None]
+    return [name for _, name in sorted(ranked)]
+
+
+def resolve_methods(requested: Sequence[str] | None) -> list[str]:
+    """The methods to run, each once, in the order asked (default: :func:`default_methods`)."""
     if requested is None:
-        return [m for m in DEFAULT_FUSION if m in METHODS], [m for m in DEFAULT_FUSION if m not in METHODS]
+        return default_methods()
     bad = [m for m in requested if m in META_METHODS]
     if bad:
         raise RetrievalError(f"fusion cannot run {', '.join(bad)} inside itself")
-    unknown = [m for m in requested if m not in METHODS and m not in KNOWN_METHODS]
+    known = registered_methods()
+    unknown = [m for m in requested if m not in known]
     if unknown:
-        raise RetrievalError(f"unknown method(s) {unknown} for fusion; available: {', '.join(sorted(METHODS))}")
-    run = list(dict.fromkeys(m for m in requested if m in METHODS))
-    return run, [m for m in requested if m not in METHODS]
+        raise RetrievalError(f"unknown method(s) {unknown} for fusion; available: {', '.join(known)}")
+    return list(dict.fromkeys(requested))
 
 
 class FusionParams(RetrieverParams):
     top_k: int = Field(20, ge=1, le=1000, description="fused units kept before budget packing")
     methods: list[str] | None = Field(
         None,
-        description=f"methods to fuse (default: those of {', '.join(DEFAULT_FUSION)} that are installed); "
-        "names not installed here are skipped",
+        description="methods to fuse (default: vector, fulltext, hipporag, noderag, ketrag, e2graphrag: "
+        "the methods registered with a fusion_rank)",
     )
     rrf_k: int = Field(RRF_K, ge=1, le=10_000, description="RRF constant k: 1/(k + rank)")
     method_params: dict[str, dict[str, Any]] = Field(
@@ -214,9 +204,7 @@ class FusionRetriever(Retriever):
     Params = FusionParams
 
     def _retrieve(self, question: str, p: FusionParams, t: Timer) -> Retrieved:
-        methods, skipped = resolve_methods(p.methods)
-        if not methods:
-            raise RetrievalError("none of the requested methods is installed here")
+        methods = resolve_methods(p.methods)
         # the methods start at once: the question's embedding and entities are computed by the first
         # that asks and shared with the others (graphstrata/retrieval/shared.py)
         results, errors, ms = self.run_methods(question, methods, p)
@@ -252,8 +240,6 @@ class FusionRetriever(Retriever):
                 for f in fused
             ],
         }
-        if skipped:
-            notes["skipped"] = skipped
         if errors:
             notes["errors"] = errors
         return Retrieved([f.item for f in fused], Subgraph(nodes=list(nodes), relationships=list(rels)), notes)

@@ -115,6 +115,7 @@ def seed_weights(
 @register
 class HippoRAGRetriever(Retriever):
     name = "hipporag"
+    fusion_rank = 2
     summary = (
         "HippoRAG 2: personalized PageRank over passages and entities, seeded by the question's "
         "entities, the nearest passage's entities and dense passage scores."

@@ -60,6 +60,7 @@ class KETRAGParams(RetrieverParams):
 @register
 class KETRAGRetriever(Retriever):
     name = "ketrag"
+    fusion_rank = 4
     summary = "KET-RAG: skeleton channel (seed entities → relations → sub-chunks) + keyword channel, one budget."
     Params = KETRAGParams
     fixed_lambda: ClassVar[float | None] = None
@@ -167,6 +168,7 @@ class KETRAGSkeleton(KETRAGRetriever):
     name = "ketrag-skeleton"
     summary = "KET-RAG's Skeleton-RAG: the knowledge-graph channel alone (lambda = 1)."
     fixed_lambda = 1.0
+    fusion_rank = None  # a channel of ketrag, which fusion already runs
 
 
 @register
@@ -174,3 +176,4 @@ class KETRAGKeyword(KETRAGRetriever):
     name = "ketrag-keyword"
     summary = "KET-RAG's Keyword-RAG: the text-keyword channel alone (lambda = 0)."
     fixed_lambda = 0.0
+    fusion_rank = None

@@ -150,6 +150,7 @@ def feedback_entities(graph: WalkGraph, entry: str) -> dict[str, float]:
 @register
 class NodeRAGRetriever(Retriever):
     name = "noderag"
+    fusion_rank = 3
     summary = "NodeRAG: dual search (exact N/O, vector S/A/H/T) + shallow personalized PageRank on the heterograph."
     Params = NodeRAGParams
 

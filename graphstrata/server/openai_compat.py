@@ -54,10 +54,9 @@ class ChatCompletionIn(BaseModel):
 
 
 def method_names() -> list[str]:
-    from graphstrata.retrieval.base import METHODS, _load_methods
+    from graphstrata.retrieval.base import registered_methods
 
-    _load_methods()
-    return sorted(METHODS)
+    return list(registered_methods())
 
 
 def model_card(method: str) -> dict[str, Any]:

@@ -25,11 +25,11 @@ log = logging.getLogger("graphstrata.server")
 
 def check_query(q: QueryIn, settings: Settings) -> None:
     from graphstrata.limits import is_blank
-    from graphstrata.retrieval.base import METHODS, _load_methods
+    from graphstrata.retrieval.base import registered_methods
 
-    _load_methods()
-    if q.method not in METHODS:
-        raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(sorted(METHODS))}")
+    methods = registered_methods()
+    if q.method not in methods:
+        raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(methods)}")
     if is_blank(q.question):
         raise ApiError(400, "empty_question", "the question is empty")
     if len(q.question) > settings.max_question_chars:
@@ -43,12 +43,10 @@ def check_query(q: QueryIn, settings: Settings) -> None:
 
 def describe_methods() -> list[dict[str, Any]]:
     """Each method with its summary and parameters (type, default, bounds, description)."""
-    from graphstrata.retrieval.base import METHODS, _load_methods
+    from graphstrata.retrieval.base import registered_methods
 
-    _load_methods()
     out = []
-    for name in sorted(METHODS):
-        cls = METHODS[name]
+    for name, cls in registered_methods().items():
         schema = cls.Params.model_json_schema()
         props = schema.get("properties", {})
         params: dict[str, Any] = {}
