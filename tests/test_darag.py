@@ -283,7 +283,7 @@ def test_parameters_layers_k_and_k_neighbor(hand_graph: Database, neo4j_settings
 
 def test_coarse_fallback_when_the_chunk_layer_has_no_truss(hand_graph: Database, neo4j_settings: Settings) -> None:
     hand_graph.write("MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk) DELETE r")
-    r = retriever(hand_graph, neo4j_settings).retrieve("q", use_llm=False, top_k=3)
+    r = retriever(hand_graph, neo4j_settings).retrieve("q", use_llm=False, chunk_k=3)
     assert r.notes["coarse"]["fallback"] is True and "no 3-truss" in r.notes["coarse"]["reason"]
     assert r.notes["coarse"]["chunks"] == ["z", "a1", "a2"]  # the most similar chunks stand in for H_C
     assert [c["layer"] for c in r.notes["communities"]].count("chunk") == 0
@@ -450,7 +450,7 @@ QUESTIONS = [
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_real_corpus_communities_are_valid(corpus: Any, question: str) -> None:
-    r = corpus.retrieve(question, "darag", top_k=10, budget=2000)
+    r = corpus.retrieve(question, "darag", chunk_k=10, budget=2000)
     n = r.notes
     assert n["coarse"]["candidates"] > 0 and r.items and r.tokens <= 2000
     assert n["communities"], n["coarse"]

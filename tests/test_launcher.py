@@ -90,8 +90,12 @@ def test_loopback_auth_and_secret_file(local: Instance) -> None:
 
 def test_port_taken_by_another_process_is_a_clear_error(local: Instance, tmp_path: Path) -> None:
     other = Instance("pytest-conflict", tmp_path / "conflict", local.bolt_port, local.http_port, "512m", "64m")
-    with pytest.raises(LauncherError, match="taken by another process"):
-        other.start()
+    try:
+        with pytest.raises(LauncherError, match="taken by another process"):
+            other.start()
+    finally:  # had the port been free, the server it started must not outlive the test
+        if other.is_running():
+            other.stop()
     assert not (tmp_path / "conflict" / "data").exists()
 
 

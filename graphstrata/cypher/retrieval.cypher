@@ -25,7 +25,7 @@ RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
 // name: link_entities
 // Query linking (retrieval/linking.py), one round trip. Like every traversal of the retrieval
 // queries it skips nodes without an id: a node a concurrent deletion is taking apart (a "ghost",
-// tests/test_ghosts.py) can still be reached, its properties gone. For each query entity $names[i] ({name,
+// tests/test_every_method.py) can still be reached, its properties gone. For each query entity $names[i] ({name,
 // normalized, words}): the entity with that normalised name (score 1); if there is none, the best
 // $per_name entities whose names hold all its words (full-text `words`, score relative to the
 // best hit); then each linked entity's SYNONYM neighbours (entity resolution), scored by the link

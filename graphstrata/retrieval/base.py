@@ -78,11 +78,16 @@ class RetrievalResult(BaseModel):
         return "\n\n".join(f"[{i}] ({it.label} {it.node_id}) {it.text}" for i, it in enumerate(self.items, 1))
 
 
+TOP_K = "the most context items returned, best first, before budget packing"
+
+
 class RetrieverParams(BaseModel):
     """Parameters every method has."""
 
     model_config = {"extra": "forbid"}
-    top_k: int = Field(5, ge=1, le=1000, description="items to return before budget packing")
+    #: one meaning for every method: a cap on the items returned (what an item is differs: a chunk, a
+    #: NodeRAG node, a community report); methods whose paper has no such cap default to none
+    top_k: int | None = Field(5, ge=1, le=1000, description=TOP_K)
     budget: int = Field(4000, ge=1, description="token budget of the context (cl100k tokens)")
 
 
@@ -206,7 +211,7 @@ class Retriever(ABC):
         timer = Timer()
         found = Retrieved(*self._retrieve(question.strip(), p, timer))
         with timer.stage("pack"):
-            packed = pack(dedupe(found.items), p.budget)
+            packed = pack(dedupe(found.items)[: p.top_k], p.budget)
         return RetrievalResult(
             method=self.name,
             question=question,

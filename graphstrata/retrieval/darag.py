@@ -6,7 +6,7 @@ embedding-attributed community search (EACS) over the three-layer index.
    edges among them (augment stage ``darag_chunk_edges``, §4.1). Truss decomposition + Q-Peel
    (Algorithm 1) for k = k_min..k_max give one community per k; the one with the highest QRScore
    (Eq. 1) is the chunk community H_C. If the range holds no k-truss, H_C falls back to the
-   ``top_k`` most similar chunks (``notes["coarse"]["fallback"]``).
+   ``chunk_k`` most similar chunks (``notes["coarse"]["fallback"]``).
 2. **Working subgraph** (§4): V_work = the entities linked by ``MENTIONS`` to a chunk of H_C; the
    KG layer L_KG (``RELATED``) and the similarity layer L_S (``SIMILAR {kind: 'semantic'}``, the
    entity KNN of augment stage ``entity_similarity``) induced on V_work.
@@ -57,6 +57,7 @@ from graphstrata.algorithms.eacs import eacs, greedy_pack
 from graphstrata.algorithms.qpeel import cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
+    TOP_K,
     ContextItem,
     Retrieved,
     Retriever,
@@ -114,7 +115,8 @@ NO_LLM_WARNING = (
 
 
 class DARAGParams(RetrieverParams):
-    top_k: int = Field(
+    top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: no cap)")
+    chunk_k: int = Field(
         10,
         ge=1,
         le=200,
@@ -219,7 +221,7 @@ class DARAGRetriever(Retriever):
                 hc = list(best.members)
                 coarse_notes.update(fallback=False, k=best.community.k, qrscore=round(best.community.qrscore, 4))
             else:  # no k-truss in the search range: the most similar chunks stand in for H_C
-                hc = [r["id"] for r in rows[: p.top_k]]
+                hc = [r["id"] for r in rows[: p.chunk_k]]
                 coarse_notes.update(
                     fallback=True,
                     reason=f"no {ks[0] if not p.coarse_k else p.coarse_k}-truss among the "
@@ -302,7 +304,7 @@ class DARAGRetriever(Retriever):
         )
         left = p.budget - sum(i.tokens for i in community_items)
         chunk_items: list[ContextItem] = []
-        for cid in hc[: p.top_k]:
+        for cid in hc[: p.chunk_k]:
             r = chunks[cid]
             text = f"{r['doc_title']}\n{r['text']}" if r["doc_title"] else r["text"]
             item = ContextItem(

@@ -30,6 +30,7 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
+    TOP_K,
     ContextItem,
     Retrieved,
     Retriever,
@@ -53,7 +54,7 @@ def warm(db: Database, concurrency: int = 2) -> WalkGraph:
 
 
 class HippoRAGParams(RetrieverParams):
-    top_k: int = Field(10, ge=1, le=1000, description="passages to return before budget packing")
+    top_k: int = Field(10, ge=1, le=1000, description=f"{TOP_K} (passages)")
     passage_k: int = Field(
         200, ge=1, le=2000, description="passages nearest the question that seed the walk by their dense score"
     )

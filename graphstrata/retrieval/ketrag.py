@@ -20,6 +20,7 @@ from pydantic import Field
 
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
+    TOP_K,
     ContextItem,
     Retrieved,
     Retriever,
@@ -34,6 +35,7 @@ from graphstrata.text.tokens import count_tokens
 
 
 class KETRAGParams(RetrieverParams):
+    top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: no cap)")
     lam: float = Field(
         0.2,
         ge=0,

@@ -21,6 +21,7 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
+    TOP_K,
     ContextItem,
     Retrieved,
     Retriever,
@@ -68,9 +69,7 @@ class NodeRAGParams(RetrieverParams):
     alpha: float = Field(0.5, gt=0, lt=1, description="PPR teleport probability (paper: 0.5)")
     iterations: int = Field(2, ge=1, le=50, description="PPR iterations t (paper: 2, 'shallow')")
     cross_k: int = Field(10, ge=0, le=100, description="cross nodes kept per retrievable type")
-    top_k: int | None = Field(
-        None, ge=1, le=1000, description="cap on the context items (default: every entry and cross node)"
-    )
+    top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: every entry and cross node)")
     fact_k: int = Field(
         0,
         ge=0,

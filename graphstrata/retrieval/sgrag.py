@@ -61,6 +61,7 @@ from graphstrata.algorithms.sgrag.model import RECORD_VERSION
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
+    TOP_K,
     ContextItem,
     RetrievalError,
     Retrieved,
@@ -78,6 +79,10 @@ LLM_STAGE = "sgrag_query_graph"
 
 
 class SGRAGParams(RetrieverParams):
+    top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: no cap)")
+    answer_k: int = Field(
+        5, ge=1, le=1000, description="answer entities shown; their matched relations are capped at 4x (at least 20)"
+    )
     path_length: int = Field(2, ge=1, le=3, description="path length l of the decomposition and the hops fetched")
     min_similarity: float = Field(
         0.6,
@@ -373,8 +378,8 @@ class SGRAGRetriever(Retriever):
         anchor_set: set[str] | None = None,
     ) -> list[ContextItem]:
         fallback = anchor_set is not None
-        entities = entities[: p.top_k]
-        edges = edges[: max(p.top_k * 4, 20)]
+        entities = entities[: p.answer_k]
+        edges = edges[: max(p.answer_k * 4, 20)]
         ent_rows = {r["id"]: r for r in self.db.read(query("sgrag.entity_chunks"), ids=entities)}
         edge_rows = {
             r["key"]: r
