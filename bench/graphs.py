@@ -64,6 +64,9 @@ DEFAULT_METHODS = [
 #: Rows that are a method with parameters: the fusion of graph methods only (no baseline in it), and
 #: the methods whose paper sets its own context size, at that size (docs/methods.md): KET-RAG's
 #: 12,000-token budget, E2GraphRAG's 25 chunks (1,200 tokens each), DA-RAG's 4,800 tokens.
+#: Methods given no item cap: their papers limit the context by tokens alone, and their items are
+#: small and many (KET-RAG's entities, relations and sub-chunks; DA-RAG's reports; SG-RAG's facts).
+UNCAPPED = {"ketrag", "darag", "sgrag"}
 VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
     "fusion-ppr": ("fusion", {"methods": ["hipporag", "noderag"]}),  # the two PPR walks only
@@ -184,7 +187,8 @@ def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **pa
     passage = {
         r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
     }
-    params = {"top_k": TOP_K, "budget": BUDGET} | params
+    cap = {} if method in UNCAPPED else {"top_k": TOP_K}
+    params = {"budget": BUDGET} | cap | params
     gs.retrieve(questions[0]["question"], method, **params)  # warm-up
     # each method pays for its own question embeddings and entities (earlier methods saw the same questions)
     getattr(gs.embedder, "clear_cache", lambda: None)()
@@ -265,7 +269,8 @@ def run(
     md = [
         "# Retrieval on three graphs (no LLM)" + (f": {out}" if out != "graphs" else ""),
         "",
-        f"top_k {TOP_K}, budget {BUDGET} tokens (rows `@paper`: the paper's own context size). Recall@k over "
+        f"top_k {TOP_K} ({', '.join(sorted(UNCAPPED))}: no item cap), budget {BUDGET} tokens (rows `@paper`: the "
+        "paper's own context size). Recall@k over "
         "the passages present in the returned, packed context, in order. Coverage: gold answer (or alias) in "
         "that context, yes/no questions excluded.",
         "",
