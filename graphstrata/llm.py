@@ -46,7 +46,7 @@ from graphstrata.llm_errors import (
     is_retryable,
     retry_after,
 )
-from graphstrata.llm_json import parse_json_lenient
+from graphstrata.llm_json import REASK_PROMPT, parse_json_lenient, reask_reason
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -335,7 +335,7 @@ class LLMClient:
                 try:
                     value = schema.model_validate(parse_json_lenient(reply))
                 except (ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
-                    error = _short_error(exc)
+                    error = reask_reason(exc)
                     errors.append(error)
                     conversation = [
                         *messages,
@@ -434,24 +434,6 @@ class LLMClient:
                     f.cancel()
                 raise
         return results
-
-
-REASK_PROMPT = (
-    "Your reply could not be used: {error}\n"
-    "Reply again with only the corrected JSON object, matching the requested format exactly, "
-    "with no text before or after it and no code fences."
-)
-
-
-def _short_error(exc: Exception, limit: int = 800) -> str:
-    if isinstance(exc, ValidationError):
-        text = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()[:10]
-        )
-        text = f"the JSON does not match the schema: {text}"
-    else:
-        text = str(exc)
-    return text[:limit]
 
 
 def _estimate_tokens(text: str) -> int:

@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)\n?\s*```", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _JSON_LITERALS = {"true": "True", "false": "False", "null": "None"}
@@ -68,3 +70,22 @@ def parse_json_lenient(text: str) -> Any:
                 if isinstance(value, dict | list):
                     return value
     raise ValueError(f"reply is not JSON: {text[:200]!r}")
+
+
+REASK_PROMPT = (
+    "Your reply could not be used: {error}\n"
+    "Reply again with only the corrected JSON object, matching the requested format exactly, "
+    "with no text before or after it and no code fences."
+)
+
+
+def reask_reason(exc: Exception, limit: int = 800) -> str:
+    """What was wrong with a reply, short enough to send back to the model with :data:`REASK_PROMPT`."""
+    if isinstance(exc, ValidationError):
+        text = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()[:10]
+        )
+        text = f"the JSON does not match the schema: {text}"
+    else:
+        text = str(exc)
+    return text[:limit]

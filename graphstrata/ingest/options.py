@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from graphstrata.config import get_settings
 from graphstrata.ingest.extract import ExtractionSchema
+
+if TYPE_CHECKING:
+    from graphstrata.ingest.rows import PreparedDoc
 
 
 class IngestOptions(BaseModel):
@@ -92,6 +95,27 @@ class IngestReport(BaseModel):
     @property
     def rows_per_second(self) -> float:
         return self.rows_written / max(self.seconds.get("write", 0.0), 1e-9)
+
+    def count_written(self, p: PreparedDoc) -> None:
+        """Count a document the write stage committed."""  # (imports here: errors and rows import this module)
+        from graphstrata.ingest.errors import doc_name
+        from graphstrata.ingest.rows import row_count
+
+        self.documents_new += p.old_sha is None
+        self.documents_replaced += p.old_sha is not None
+        if p.old_sha is not None:
+            self.replaced.append(doc_name(p.doc))
+        self.chunks += len(p.chunks)
+        self.subchunks += len(p.subchunks)
+        self.mentions += len(p.mentions)
+        self.term_mentions += len(p.term_links)
+        self.sentences += p.sentences
+        self.cooccurrence_pairs += len(p.adds.cooc)
+        self.extracted_chunks += len(p.extractions)
+        self.relations += len(p.relations)
+        self.semantic_units += len(p.units)
+        self.failed_chunks += p.failed
+        self.rows_written += row_count(p)
 
     def add(self, other: IngestReport) -> None:
         for name, value in other:

@@ -30,7 +30,14 @@ from neo4j.exceptions import (
 from graphstrata.cypher import query
 from graphstrata.db import Database, TransactionTooLarge
 from graphstrata.embed import Embedder
-from graphstrata.ingest.chunk import Piece, semantic_chunks, split_subchunks, token_chunks
+from graphstrata.ingest.assemble import (
+    BatchVectors,
+    assemble_rows,
+    attach_unit_and_relation_vectors,
+    chunk_rows,
+    embedding_inputs,
+)
+from graphstrata.ingest.chunk import Piece, semantic_chunks, token_chunks
 from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, before_writes, doc_name
 from graphstrata.ingest.extract import extract_with_llm
@@ -38,22 +45,14 @@ from graphstrata.ingest.extract_spacy import extract_many_with_spacy
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
-from graphstrata.ingest.rows import (
-    Contribution,
-    PreparedDoc,
-    UserExtractedDocument,
-    entity_row,
-    extraction_rows,
-    mention_row,
-    row_count,
-)
-from graphstrata.ingest.user_extractions import attach_user_extractions, occurrences
+from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
+from graphstrata.ingest.user_extractions import attach_user_extractions
 from graphstrata.ingest.write import GraphWriter
 from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
 from graphstrata.schema import apply_schema
-from graphstrata.text.names import entity_id, hid, keyword_id, normalize_name, term_id
-from graphstrata.text.nlp import analyse_texts
+from graphstrata.text.names import entity_id, normalize_name
+from graphstrata.text.nlp import Analysis, analyse_texts
 
 
 class Ingestor:
@@ -231,7 +230,34 @@ class Ingestor:
     def _ingest_batch(
         self, docs: Sequence[SourceDocument], st: Tracker, core: set[str] | None, force: bool = False
     ) -> IngestReport:
-        o, report = self.options, IngestReport()
+        """One batch through the stages: plan, chunk, spaCy, extract, embed, assemble, write."""
+        todo, report = self._plan(docs, force)
+        if not todo:
+            return report
+        subtexts: list[str] = []
+        with st.stage("chunk", len(todo)) as advance:
+            for p in todo:
+                pieces = self._pieces(p.doc)
+                where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
+                subtexts += chunk_rows(p, pieces, where, self.options)
+                advance(1)
+        with st.stage("spacy", len(subtexts)) as advance:
+            analyses = analyse_texts(subtexts, advance)
+        self._extract(todo, st, core)
+        for p in todo:
+            extraction_rows(p)
+        new_names = self._new_entity_names(todo, docs)
+        vectors = self._embed(todo, analyses, new_names, st)
+        with st.stage("assemble", len(todo)) as advance:
+            for p in todo:
+                assemble_rows(p, vectors)
+                advance(1)
+        return self._write(todo, report, st)
+
+    # --- stages ---------------------------------------------------------------------------
+    def _plan(self, docs: Sequence[SourceDocument], force: bool) -> tuple[list[PreparedDoc], IngestReport]:
+        """The documents to write (new, changed or forced) with what their stored versions added."""
+        report = IngestReport()
         with before_writes(docs):
             state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
@@ -243,56 +269,18 @@ class Ingestor:
                 report.documents_unchanged += 1
             else:
                 todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force))
-        if not todo:
-            return report
         with before_writes(docs):
             for p in todo:
                 if p.old_sha is not None:
                     p.removes = self._old_contribution(p.doc.id)
+        return todo, report
 
-        # chunk
-        subtexts: list[str] = []
-        with st.stage("chunk", len(todo)) as advance:
-            for p in todo:
-                pieces = self._pieces(p.doc)
-                where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
-                for ordinal, piece in enumerate(pieces):
-                    cid = hid("chunk", p.doc.id, ordinal, piece.text)
-                    p.chunks.append(
-                        {
-                            "id": cid,
-                            "doc": p.doc.id,
-                            "text": piece.text,
-                            "tokens": piece.tokens,
-                            "ordinal": ordinal,
-                            "doc_title": p.doc.title,
-                            "provenance": where[ordinal],
-                        }
-                    )
-                    subs = split_subchunks(piece.text, o.splits, o.min_subchunk_tokens)
-                    for j, s in enumerate(subs):
-                        p.subchunks.append(
-                            {
-                                "id": hid("sub", cid, j),
-                                "chunk": cid,
-                                "text": s.text,
-                                "tokens": s.tokens,
-                                "ordinal": j,
-                                "whole": len(subs) == 1,
-                            }
-                        )
-                        subtexts.append(s.text)
-                advance(1)
-        # spaCy
-        with st.stage("spacy", len(subtexts)) as advance:
-            analyses = analyse_texts(subtexts, advance)
-        # extract (LLM, spaCy or the user's), then the rows it adds
-        self._extract(todo, st, core)
-        for p in todo:
-            extraction_rows(p)
-        # knowledge-graph entities new to the graph get a name embedding. An entity that only documents
-        # being replaced mention is deleted and re-created by the replacement, so it counts as new.
-        # (E2GraphRAG's terms are matched by name and get none.)
+    def _new_entity_names(self, todo: list[PreparedDoc], docs: Sequence[SourceDocument]) -> dict[str, str]:
+        """Extracted entities new to the graph (normalised key -> a name to embed).
+
+        An entity that only documents being replaced mention is deleted and re-created by the
+        replacement, so it counts as new. (E2GraphRAG's terms are matched by name and get none.)
+        """
         all_keys: dict[str, str] = {}
         for p in todo:
             for x in p.extractions.values():
@@ -304,99 +292,29 @@ class Ingestor:
                 query("ingest.existing_entities"), ids=[entity_id(k) for k in all_keys], replacing=replacing
             )
         known = {r["id"] for r in rows}
-        new_keys = [k for k in all_keys if entity_id(k) not in known]
-        # embed, in one pass: chunks (with their document title), split sub-chunks, sentences, new
-        # entity names, semantic units and relations (NodeRAG embeds S and R nodes)
-        chunk_in = [f"{c['doc_title']}\n{c['text']}" for p in todo for c in p.chunks]
-        split_subs = [s for p in todo for s in p.subchunks if not s["whole"]]
-        sub_in = [f"{s['text']}" for s in split_subs]
-        sent_in = [s.text for a in analyses for s in a.sentences]
-        name_in = [all_keys[k] for k in new_keys]
-        unit_in = [u["text"] for p in todo for u in p.units]
-        rel_in = [r["text"] for p in todo for r in p.relations]
-        inputs = chunk_in + sub_in + sent_in + name_in + unit_in + rel_in
-        uniq, inverse = np.unique(np.array(inputs, dtype=object), return_inverse=True) if inputs else ([], [])
+        return {k: name for k, name in all_keys.items() if entity_id(k) not in known}
+
+    def _embed(
+        self, todo: list[PreparedDoc], analyses: list[Analysis], new_names: dict[str, str], st: Tracker
+    ) -> BatchVectors:
+        """Every text of the batch embedded in one pass, each distinct text once: chunks (with their
+        document title), split sub-chunks, sentences, new entity names, semantic units and relations
+        (NodeRAG embeds S and R nodes)."""
+        inputs = embedding_inputs(todo, analyses, new_names)
+        flat = [t for part in inputs for t in part]
+        uniq, inverse = np.unique(np.array(flat, dtype=object), return_inverse=True) if flat else ([], [])
         with st.stage("embed", len(uniq)) as advance:
             vecs_u = self.embedder.embed(list(uniq), advance)
-        vecs = vecs_u[inverse] if len(inputs) else np.zeros((0, self.embedder.dim), np.float32)
-        chunk_v, sub_v, sent_v, name_v, unit_v, rel_v = np.split(
-            vecs, np.cumsum([len(chunk_in), len(sub_in), len(sent_in), len(name_in), len(unit_in)])
-        )
-        name_vec = dict(zip(new_keys, name_v, strict=True))
-        for row, v in zip((u for p in todo for u in p.units), unit_v, strict=True):
-            row["embedding"] = v.tolist()
-        for row, v in zip((r for p in todo for r in p.relations), rel_v, strict=True):
-            row["embedding"] = v.tolist()
+        vecs = vecs_u[inverse] if flat else np.zeros((0, self.embedder.dim), np.float32)
+        vectors = BatchVectors.split(vecs, inputs, analyses, list(new_names))
+        attach_unit_and_relation_vectors(todo, vectors)
+        return vectors
 
-        # assemble rows
-        with st.stage("assemble", len(todo)) as advance:
-            ci = si = 0
-            a_i = sent_i = 0
-            for p in todo:
-                chunk_vec = {}
-                for c in p.chunks:
-                    c["embedding"] = chunk_v[ci].tolist()
-                    chunk_vec[c["id"]] = c["embedding"]
-                    ci += 1
-                # E2GraphRAG's layer: one HAS_TERM row per (chunk, term) with the spaCy pass's count
-                terms: dict[str, dict[str, dict]] = defaultdict(dict)
-                seen: dict[str, dict[str, tuple[int, str]]] = defaultdict(dict)  # chunk -> key -> (count, label)
-                for s in p.subchunks:
-                    if s["whole"]:
-                        s["embedding"] = chunk_vec[s["chunk"]]
-                    else:
-                        s["embedding"] = sub_v[si].tolist()
-                        si += 1
-                    a = analyses[a_i]
-                    a_i += 1
-                    sv = sent_v[sent_i : sent_i + len(a.sentences)]
-                    sent_i += len(a.sentences)
-                    p.sentences += len(a.sentences)
-                    p.adds.add_analysis(a, sv)
-                    for key, n in a.mentions.items():
-                        tid = term_id(key)
-                        name, label = a.names[key]
-                        link = terms[s["chunk"]].setdefault(
-                            tid, {"chunk": s["chunk"], "term": tid, "count": 0, "name": name, "type": label}
-                        )
-                        link["count"] += n
-                        count, _ = seen[s["chunk"]].get(key, (0, label))
-                        seen[s["chunk"]][key] = (count + n, label)
-                        if tid not in p.terms:
-                            p.terms[tid] = {"id": tid, "name": name, "normalized": key, "type": label}
-                    for term, idx in a.keyword_sentences().items():
-                        p.keyword_links.append({"keyword": keyword_id(term), "sub": s["id"], "count": len(idx)})
-                # the knowledge graph: one MENTIONS row per (chunk, extracted entity) with what the
-                # chunk's extraction says of it, and the spaCy pass's count and NER label when it saw
-                # the same name (refresh_entities aggregates them)
-                mentions: dict[str, dict[str, dict]] = defaultdict(dict)
-                for c in p.chunks:
-                    x = p.extractions.get(c["id"])
-                    for e in x.entities if x else ():
-                        key = normalize_name(e.name)
-                        eid = entity_id(key)
-                        row = mentions[c["id"]].get(eid)
-                        if row is None:
-                            count, label = seen[c["id"]].get(key, (0, None))
-                            label = None if label == "NOUN" else label
-                            # an entity the spaCy pass did not see: count its name
-                            count = count or max(1, occurrences(e.name, c["text"]))
-                            row = mentions[c["id"]][eid] = mention_row(c["id"], eid, count, e.name, label)
-                        row.update(
-                            name=e.name,
-                            extractor=e.extractor,
-                            type=e.type,
-                            description=e.description or None,
-                        )
-                        entity_row(p, key, e.name, e.type, e.extractor, name_vec)
-                p.mentions = [m for rows in mentions.values() for m in rows.values()]
-                p.term_links = [t for rows in terms.values() for t in rows.values()]
-                advance(1)
-
-        # write, in groups of whole documents
+    def _write(self, todo: list[PreparedDoc], report: IngestReport, st: Tracker) -> IngestReport:
+        """Commit in groups of whole documents; the report counts what landed."""
         groups: list[list[PreparedDoc]] = [[]]
         for p in todo:
-            if groups[-1] and sum(len(q.chunks) for q in groups[-1]) + len(p.chunks) > o.group_chunks:
+            if groups[-1] and sum(len(q.chunks) for q in groups[-1]) + len(p.chunks) > self.options.group_chunks:
                 groups.append([])
             groups[-1].append(p)
         keywords: set[str] = set()
@@ -416,23 +334,9 @@ class Ingestor:
                     failure = None
                 for p in g:
                     if p.doc.id in written:
-                        report.documents_new += p.old_sha is None
-                        report.documents_replaced += p.old_sha is not None
-                        if p.old_sha is not None:
-                            report.replaced.append(doc_name(p.doc))
-                        report.chunks += len(p.chunks)
-                        report.subchunks += len(p.subchunks)
-                        report.mentions += len(p.mentions)
-                        report.term_mentions += len(p.term_links)
-                        report.sentences += p.sentences
-                        report.cooccurrence_pairs += len(p.adds.cooc)
-                        report.extracted_chunks += len(p.extractions)
-                        report.relations += len(p.relations)
-                        report.semantic_units += len(p.units)
-                        report.failed_chunks += p.failed
+                        report.count_written(p)
                         keywords.update(p.adds.kw_n)
                         new_entities.update(e for e, v in p.entities.items() if v["embedding"] is not None)
-                        report.rows_written += row_count(p)
                     else:
                         report.documents_unchanged += 1
                 if failure is not None:
