@@ -66,17 +66,26 @@ class GraphStrata:
         self.close()
 
     # --- documents ----------------------------------------------------------------------------
-    def _ingestor(self, options: IngestOptions | None, progress: bool) -> Ingestor:
+    def _ingestor(
+        self,
+        options: IngestOptions | None,
+        progress: bool,
+        on_progress: Callable[[str, int, int], None] | None = None,
+    ) -> Ingestor:
         options = options or IngestOptions()
         llm = self.llm if options.extractor in ("auto", "llm") else None
         if llm is not None:
             record_schema(self.db, options.extraction_schema, options.allow_schema_change)
         elif options.extraction_schema is not None and options.extractor != "none":
             raise LLMNotConfigured("an extraction schema steers LLM extraction; no language model is configured")
-        return Ingestor(self.db, self.embedder, options, progress, llm=llm)
+        return Ingestor(self.db, self.embedder, options, progress, llm=llm, on_progress=on_progress)
 
     def ingest(
-        self, paths: Iterable[str | Path], options: IngestOptions | None = None, progress: bool = False
+        self,
+        paths: Iterable[str | Path],
+        options: IngestOptions | None = None,
+        progress: bool = False,
+        on_progress: Callable[[str, int, int], None] | None = None,
     ) -> IngestReport:
         """Load files/folders (.txt, .md, .json, .jsonl, .pdf, .html, .docx) into the graph.
 
@@ -84,8 +93,39 @@ class GraphStrata:
         ``report.errors`` and never half-written. Knowledge extraction per chunk uses the LLM when
         one is configured, else spaCy (``options.extractor``); chunks whose extraction failed are in
         ``report.failed_chunks`` and retried by the next ingest; ``report.llm`` has the LLM cost.
+        ``options.profile="ketrag"`` extracts only KET-RAG's core chunks. ``on_progress(stage, done,
+        total)`` is called as work advances.
         """
-        return self._ingestor(options, progress).ingest(paths)
+        paths = list(paths)
+
+        def run(o: IngestOptions, core: set[str] | None, force: bool) -> IngestReport:
+            return self._ingestor(o, progress, on_progress).ingest(paths, core_chunk_ids=core, force=force)
+
+        return self._run_profile(options or IngestOptions(), run)
+
+    def ingest_documents(
+        self,
+        docs: Sequence[SourceDocument],
+        options: IngestOptions | None = None,
+        progress: bool = False,
+        on_progress: Callable[[str, int, int], None] | None = None,
+    ) -> IngestReport:
+        """Ingest loaded documents (:class:`SourceDocument`; a :class:`UserExtractedDocument` carries
+        its own extraction); otherwise as :meth:`ingest`."""
+
+        def run(o: IngestOptions, core: set[str] | None, force: bool) -> IngestReport:
+            return self._ingestor(o, progress, on_progress).ingest_documents(docs, core_chunk_ids=core, force=force)
+
+        return self._run_profile(options or IngestOptions(), run)
+
+    def _run_profile(
+        self, options: IngestOptions, run: Callable[[IngestOptions, set[str] | None, bool], IngestReport]
+    ) -> IngestReport:
+        if options.profile == "ketrag":
+            from graphstrata.ingest.ketrag_profile import ingest_ketrag_profile
+
+            return ingest_ketrag_profile(self.db, options, run, self.augment)
+        return run(options, None, False)
 
     def ingest_ketrag(
         self,
@@ -95,46 +135,19 @@ class GraphStrata:
         knn_k: int = 3,
         progress: bool = False,
     ) -> IngestReport:
-        """KET-RAG's cost-saving index (§5.1, Algorithm 3): chunks, embeddings and the keyword graph for
-        every chunk; the chunk KNN graph and PageRank pick the top `beta` share as core chunks; only
-        those are sent to the knowledge extractor (the skeleton).
-
-        `report.ketrag` states the LLM calls and prompt tokens saved against extracting every chunk.
-        """
-        from graphstrata.ingest.extract import extraction_messages
-        from graphstrata.text.tokens import count_tokens
-
-        options = options or IngestOptions()
-        first = self._ingestor(options.model_copy(update={"extractor": "none"}), progress).ingest(paths)
-        self.augment(["chunk_knn", "core_chunks"], beta=beta, knn_k=knn_k)
-        rows = self.db.read(query("augment.chunk_core_flags"))
-        core = {r["id"] for r in rows if r["core"]}
-        report = self._ingestor(options.model_copy(update={"extract_core_only": True}), progress).ingest(
-            paths, core_chunk_ids=core, force=True
-        )
-        # Rewriting the documents replaced their chunk nodes: restore the KNN graph and core flags
-        # (deterministic: the same chunks and vectors give the same core set).
-        self.augment(["chunk_knn", "core_chunks"], beta=beta, knn_k=knn_k)
-        skipped = [r["text"] for r in rows if not r["core"]]
-        schema = options.extraction_schema
-        prompt_tokens = sum(count_tokens(m["content"]) for t in skipped for m in extraction_messages(t, schema))
-        report.ketrag = {
-            "beta": beta,
-            "knn_k": knn_k,
-            "chunks": len(rows),
-            "core_chunks": len(core),
-            "llm_calls_saved": len(skipped),
-            "prompt_tokens_saved": prompt_tokens,
-        }
-        report.errors = first.errors + report.errors
-        return report
+        """:meth:`ingest` with KET-RAG's profile (``IngestOptions(profile="ketrag", ketrag_beta=beta,
+        ketrag_knn_k=knn_k)``): only the PageRank core chunks go to the extractor (§5.1, Algorithm 3);
+        ``report.ketrag`` states the LLM calls and prompt tokens saved."""
+        update = {"profile": "ketrag", "ketrag_beta": beta, "ketrag_knn_k": knn_k}
+        options = IngestOptions.model_validate({**(options or IngestOptions()).model_dump(), **update})
+        return self.ingest(paths, options, progress)
 
     def ingest_texts(
         self, docs: Sequence[tuple[str, str]], options: IngestOptions | None = None, progress: bool = False
     ) -> IngestReport:
         """Ingest (title, text) pairs; the title is the document's identity."""
         sources = [SourceDocument(source=t, title=t, text=x) for t, x in docs]
-        return self._ingestor(options, progress).ingest_documents(sources)
+        return self.ingest_documents(sources, options, progress)
 
     def ingest_extractions(
         self,
@@ -159,7 +172,7 @@ class GraphStrata:
             for d in parsed.documents
         )
         # the documents carry their extraction: no extractor (and no LLM) is involved
-        options = (options or IngestOptions()).model_copy(update={"extractor": "none"})
+        options = (options or IngestOptions()).model_copy(update={"extractor": "none", "profile": "full"})
         report = Ingestor(self.db, self.embedder, options, progress).ingest_documents(docs)
         report.skipped_invalid = parsed.skipped + report.skipped_invalid
         report.identity_notes = notes + report.identity_notes

@@ -134,8 +134,9 @@ def test_ketrag_splits_the_budget(kg: GraphStrata) -> None:
     assert sum(i.tokens for i in skeleton) <= 100 and r.tokens <= 200
 
 
+@pytest.mark.parametrize("entry", ["ingest_ketrag", "options"])
 def test_ketrag_profile_extracts_only_core_chunks(
-    graph: Database, neo4j_settings: Settings, fake_openai, tmp_path
+    graph: Database, neo4j_settings: Settings, fake_openai, tmp_path, entry: str
 ) -> None:
     settings = neo4j_settings.model_copy(
         update={
@@ -153,7 +154,10 @@ def test_ketrag_profile_extracts_only_core_chunks(
     for t, x in docs:
         (folder / f"{t}.txt").write_text(x)
     gs = GraphStrata(settings, db=graph)
-    report = gs.ingest_ketrag([folder], beta=0.4, knn_k=2)
+    if entry == "ingest_ketrag":
+        report = gs.ingest_ketrag([folder], beta=0.4, knn_k=2)
+    else:  # the profile as an ingest option, as the CLI and the HTTP API give it
+        report = gs.ingest([folder], IngestOptions(profile="ketrag", ketrag_beta=0.4, ketrag_knn_k=2))
     core = {r["id"] for r in graph.read("MATCH (c:Chunk) WHERE c.is_core RETURN c.id AS id")}
     n_chunks = graph.read_one("MATCH (c:Chunk) RETURN count(c) AS n")["n"]
     assert len(core) == 2 == report.ketrag["core_chunks"] and n_chunks == 5  # ceil(0.4 * 5)
@@ -167,3 +171,10 @@ def test_ketrag_profile_extracts_only_core_chunks(
     assert (
         graph.read_one("MATCH (c:Chunk) WHERE NOT (c)-[:HAS_PART]->()<-[:OCCURS_IN]-() RETURN count(c) AS n")["n"] == 0
     )
+
+
+def test_ketrag_profile_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="ketrag_beta"):
+        IngestOptions(profile="ketrag", ketrag_beta=0)
+    with pytest.raises(ValueError, match="profile"):
+        IngestOptions(profile="skeleton")

@@ -393,6 +393,7 @@ def test_error_shapes(server: Server) -> None:
         ("POST", "/documents", {"documents": []}, 400, "bad_parameters"),
         ("POST", "/documents", {"documents": [{"title": "t", "text": "x"}], "options": {"chunk_sise": 3}}, 400, None),
         ("POST", "/documents", {"documents": [{"title": "t", "text": "x"}], "augment": ["nope"]}, 400, None),
+        ("POST", "/documents", {"documents": [{"title": "t", "text": "x"}], "options": {"ketrag_beta": 2}}, 400, None),
         ("GET", "/jobs/nope", None, 404, "not_found"),
         ("DELETE", "/documents/no-such-document", None, 404, "not_found"),
         ("GET", "/no/such/route", None, 404, "not_found"),

@@ -226,6 +226,9 @@ def ingest(
             chunking="semantic" if semantic else "tokens",
             splits=splits,
             extractor=extractor.value,
+            profile=profile,
+            ketrag_beta=beta,
+            ketrag_knn_k=knn_k,
         )
     except ValidationError as e:
         _fail("bad option: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()))
@@ -235,9 +238,7 @@ def ingest(
         with GraphStrata() as gs:
             if extractions is not None:
                 report.add(gs.ingest_extractions(extractions, options, progress=progress, skip_invalid=skip_invalid))
-            if paths and profile == "ketrag":
-                report.add(gs.ingest_ketrag(paths, options, beta=beta, knn_k=knn_k, progress=progress))
-            elif paths:
+            if paths:
                 report.add(gs.ingest(paths, options, progress=progress))
     # (an IngestWriteError names the documents and says what was committed before it)
     except (

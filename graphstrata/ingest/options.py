@@ -37,6 +37,13 @@ class IngestOptions(BaseModel):
         description="knowledge extraction per chunk: `auto` is the LLM when one is configured, else spaCy "
         "(the no-LLM extractor); `none` writes no extraction layer",
     )
+    profile: Literal["full", "ketrag"] = Field(
+        "full",
+        description="`ketrag`: KET-RAG's index (§5.1) — extract only the PageRank core chunks of the chunk "
+        "KNN graph (`ketrag_beta`, `ketrag_knn_k`); every chunk still gets text, vectors and keywords",
+    )
+    ketrag_beta: float = Field(0.8, gt=0, le=1, description="KET-RAG β: the share of chunks that are core")
+    ketrag_knn_k: int = Field(3, ge=1, le=100, description="KET-RAG: neighbours per chunk in the chunk KNN graph")
     extract_core_only: bool = Field(
         False, description="KET-RAG: extract only the core chunks (passed as `core_chunk_ids`), the rest is skipped"
     )

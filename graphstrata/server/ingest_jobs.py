@@ -144,27 +144,13 @@ def run_ingest(
 ) -> dict[str, Any]:
     """The job: ingest, then the requested augment stages, reporting progress as it goes. `notes`: what
     the identity rules did to the request's documents (merged, replaced, renamed), for the report."""
-    from graphstrata.cypher import query
-    from graphstrata.ingest.pipeline import Ingestor
-
     gs = state.gs()
-    llm = gs.llm if options.extractor in ("auto", "llm") else None
-    report = Ingestor(gs.db, gs.embedder, options, False, llm=llm, on_progress=progress).ingest_documents(docs)
+    report = gs.ingest_documents(docs, options, on_progress=progress)
     report.identity_notes = (notes or []) + report.identity_notes
     out: dict[str, Any] = {"report": report.model_dump(mode="json")}
     if stages:
-        from graphstrata.augment import AugmentContext, run
-
-        ctx = AugmentContext(gs.db, gs.embedder, state.settings, llm=gs.llm)
-        reports = []
-        for i, name in enumerate(stages):
-            progress("augment", i, len(stages))
-            reports += run(ctx, [name])
+        reports = gs.augment(stages, on_stage=lambda name, i, n: progress("augment", i, n))
         progress("augment", len(stages), len(stages))
-        gs.db.write(query("meta.touch"))
-        from graphstrata.retrieval.base import warm
-
-        warm(gs.db, state.settings.gds_concurrency)  # the first PPR question finds its projection built
         out["augment"] = [r.model_dump(mode="json") for r in reports]
     return out
 
