@@ -194,8 +194,12 @@ class GraphStrata:
         `stages` picks some (default: all, in pipeline order); `params` override stage parameters
         (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
         from graphstrata.augment import AugmentContext, run
+        from graphstrata.augment.params import AugmentParams
         from graphstrata.retrieval.base import warm
 
+        unknown = sorted(set(params) - set(AugmentParams.model_fields))
+        if unknown:
+            raise ValueError(f"unknown augment parameter(s) {unknown}; known: {sorted(AugmentParams.model_fields)}")
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=self.llm, params=params)
         reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from neo4j import Driver, GraphDatabase, ManagedTransaction, Query
+from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Query
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
 from graphstrata import limits
@@ -157,6 +157,25 @@ class Database:
 
     def read(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self._query(query, params, "r")
+
+    def read_plain(self, query: str, **params: Any) -> list[dict[str, Any]]:
+        """A read for the hot path of a retrieval: one auto-commit statement (RUN and PULL pipelined in
+        one round trip, where a managed transaction adds BEGIN and COMMIT), its rows as the driver
+        decoded them. ``Record.data()`` walks every nested value again, which on rows of embeddings or
+        nested maps costs more than the query; use this only for rows of plain values (ids, texts,
+        numbers, lists, maps — no nodes or relationships). Same deadline and bookmarks as :meth:`read`;
+        no automatic retry on a transient error (a retrieval is cheap to repeat)."""
+        for attempt in (1, 2):
+            try:
+                with self.driver.session(
+                    database=self.database, default_access_mode=READ_ACCESS, bookmark_manager=self._bookmarks
+                ) as session:
+                    return [dict(zip(r.keys(), r.values(), strict=True)) for r in session.run(_bounded(query), params)]
+            except Neo4jError as e:
+                if attempt == 2 or not is_bookmark_ahead(e):
+                    raise
+                self._reset_bookmarks(e)
+        raise AssertionError("unreachable")
 
     def read_one(self, query: str, **params: Any) -> dict[str, Any] | None:
         rows = self.read(query, **params)

@@ -79,7 +79,7 @@ def test_chunk_knn_matches_brute_force(ctx: AugmentContext) -> None:
 
 def test_core_chunks_match_networkx_pagerank(ctx: AugmentContext) -> None:
     run(ctx, ["chunk_knn"])
-    ctx.params["beta"] = 0.5
+    ctx.params = ctx.params.model_copy(update={"beta": 0.5})
     run(ctx, ["core_chunks"])
     g = nx.Graph()
     g.add_nodes_from(r["id"] for r in ctx.db.read("MATCH (c:Chunk) RETURN c.id AS id"))
@@ -108,7 +108,7 @@ def test_important_entity_rule_against_networkx() -> None:
 
 
 def test_important_entities_stage_uses_the_heterograph(ctx: AugmentContext) -> None:
-    ctx.params["betweenness_samples"] = None  # exact betweenness, comparable with networkx
+    ctx.params = ctx.params.model_copy(update={"betweenness_samples": None})  # exact, as networkx
     report = run(ctx, ["important_entities"])[0]
     db = ctx.db
     g = nx.Graph()
@@ -170,8 +170,13 @@ def test_leiden_communities_recover_planted_blocks(graph: Database, neo4j_settin
 
 def test_noderag_layers_and_semantic_matching(ctx: AugmentContext) -> None:
     seen: list[tuple[str, int, int]] = []
-    ctx = AugmentContext(ctx.db, ctx.embedder, ctx.settings, on_progress=lambda *step: seen.append(step))
-    ctx.params["min_community_texts"] = 2
+    ctx = AugmentContext(
+        ctx.db,
+        ctx.embedder,
+        ctx.settings,
+        on_progress=lambda *step: seen.append(step),
+        params={"min_community_texts": 2},
+    )
     run(ctx, ["important_entities", "communities", "semantic_matching", "semantic_edges"])
     # progress: the run's stage count, and item bars inside the long stages, each ending at its total
     assert ("augment", 4, 4) in seen
@@ -234,7 +239,7 @@ def test_a_temporary_projection_is_dropped_even_when_its_run_fails(graph: Databa
 def test_semantic_edges_as_hnsw_base_layer(ctx: AugmentContext) -> None:
     from graphstrata.algorithms.hnsw import base_layer
 
-    ctx.params["semantic_graph"] = "hnsw"
+    ctx.params = ctx.params.model_copy(update={"semantic_graph": "hnsw"})
     report = run(ctx, ["semantic_edges"])[0]
     nodes = ctx.db.read(
         "MATCH (n) WHERE (n:Chunk OR n:SemanticUnit OR n:Attribute OR n:HighLevel) AND n.embedding IS NOT NULL "
@@ -249,3 +254,13 @@ def test_semantic_edges_as_hnsw_base_layer(ctx: AugmentContext) -> None:
     for r in got:
         assert r["s"] == pytest.approx(float(v[ids.index(r["a"])] @ v[ids.index(r["b"])]), abs=1e-5)
     assert report.counts["edges"] == len(expected) and report.notes["graph"] == "hnsw"
+
+
+def test_augment_parameters_are_typed(gs) -> None:
+    # a misspelt name or a bad value is an error before any stage runs, not a silently ignored override
+    with pytest.raises(ValueError, match="knn_kk"):
+        gs.augment(["chunk_knn"], knn_kk=3)
+    with pytest.raises(ValueError, match="beta"):
+        gs.augment(["core_chunks"], beta=2)
+    params = AugmentContext(gs.db, gs.embedder, gs.settings, params={"g": "4"}).params
+    assert params.g == 4 and params.beta == 0.8  # (CLI values arrive as text)

@@ -2,7 +2,10 @@
 
 1. top_k has one meaning: no method returns more items than it.
 
-2. Every method survives a glimpse of a document being deleted.
+2. Every method's reads honour the request's deadline (graphstrata.limits), so a server request
+   past it stops at its next statement instead of running on.
+
+3. Every method survives a glimpse of a document being deleted.
 
 Neo4j is read-committed and applies a committed deletion piece by piece: properties first, then
 relationships, then nodes (see tests/test_concurrent_reads.py). A statement running meanwhile can
@@ -24,6 +27,7 @@ import pytest
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
+from graphstrata.limits import Budget, DeadlineExceeded, deadline
 from graphstrata.retrieval.base import available_methods
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +69,14 @@ def test_top_k_caps_the_items_of_every_method(sample: GraphStrata) -> None:
     # the cap bites: each method returns more than 3 items for some question when it is not capped
     # (sgrag's matched relations and vector's default 5 chunks included)
     assert {m for m, n in uncapped.items() if n <= 3} <= {"fulltext"}, uncapped
+
+
+def test_every_method_stops_at_the_deadline(sample: GraphStrata) -> None:
+    with deadline(Budget(0)), pytest.raises(DeadlineExceeded):
+        sample.db.read_plain("RETURN 1 AS one")  # the retrievers' hot-path read path too
+    for method in available_methods():
+        with deadline(Budget(0)), pytest.raises(DeadlineExceeded):
+            sample.retrieve(QUESTIONS[0], method)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from graphstrata.augment.params import AugmentParams
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
@@ -25,11 +26,14 @@ class AugmentContext:
     settings: Settings
     progress: bool = False
     llm: Any = None  # an LLMClient when a model is configured, else None (no-LLM substitutes)
-    params: dict[str, Any] = field(default_factory=dict)  # stage-specific overrides
+    #: stage parameters; a dict is validated into :class:`AugmentParams` (unknown names are an error)
+    params: AugmentParams | dict[str, Any] = field(default_factory=AugmentParams)
     on_progress: Callable[[str, int, int], None] | None = None  # on_progress(step, done, total)
     tracker: Tracker = field(init=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.params, dict):
+            self.params = AugmentParams.model_validate(self.params)
         self.tracker = Tracker(self.progress, self.on_progress)
 
 

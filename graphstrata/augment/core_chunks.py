@@ -20,7 +20,7 @@ def select_core(scores: dict[str, float], beta: float) -> set[str]:
 
 @stage("core_chunks", order=20)
 def core_chunks(ctx: AugmentContext) -> StageReport:
-    beta = float(ctx.params.get("beta", 0.8))
+    beta = ctx.params.beta
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     # The KNN graph is undirected and simple (KET-RAG adds both neighbour kinds to one nx.Graph).
     with gds.temporary(

@@ -90,7 +90,7 @@ def important_entities(ctx: AugmentContext) -> StageReport:
         cores = {
             r["id"]: r["core"] for r in ctx.db.read(query("augment.kcore_stream"), graph=p.name, config=gds.params())
         }
-        samples = ctx.params.get("betweenness_samples", 10)  # Algorithm 1: betweenness_centrality(G1, k=10)
+        samples = ctx.params.betweenness_samples  # Algorithm 1: betweenness_centrality(G1, k=10)
         bconf = gds.params(samplingSeed=42, concurrency=1)
         bconf |= {"samplingSize": min(int(samples), p.nodes)} if samples else {}
         brows = ctx.db.read(query("augment.betweenness_stream"), graph=p.name, config=bconf)
@@ -186,7 +186,7 @@ def communities(ctx: AugmentContext) -> StageReport:
         member_rows += [{"community": cid, "id": m["id"]} for m in ms]
     ctx.db.write_batches(query("augment.write_communities"), comm_rows)
     ctx.db.write_batches(query("augment.write_membership"), member_rows)
-    min_texts = int(ctx.params.get("min_community_texts", 3))
+    min_texts = ctx.params.min_community_texts
     hl_rows = _high_level(ctx, [c["id"] for c in comm_rows], min_texts)
     ctx.db.write_batches(query("augment.write_high_level"), hl_rows, batch_size=500)
     return StageReport(stage="communities", counts={"communities": len(comm_rows), "high_level": len(hl_rows)})
@@ -198,7 +198,7 @@ def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -
         groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
     groups = [g for g in groups if len(g["texts"]) >= min_texts]
     if ctx.llm is not None:
-        rows = _high_level_elements(ctx, groups, int(ctx.params.get("max_high_level", 5)))
+        rows = _high_level_elements(ctx, groups, ctx.params.max_high_level)
     else:  # one extractive H per community; keyphrase title: its best-connected entity names
         summaries = _summaries(ctx, [g["texts"] for g in groups], [HIGH_LEVEL_PROMPT] * len(groups), "high_level")
         rows = [

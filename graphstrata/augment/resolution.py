@@ -11,14 +11,10 @@ from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.text.names import normalize_name
 
-#: Cosine of name embeddings above which two entities are synonyms (HippoRAG 2 uses 0.8 with a
-#: larger embedder; all-MiniLM-L6-v2 puts unrelated short names closer, so a stricter default).
-SYNONYM_THRESHOLD = 0.9
-
 
 @stage("entity_synonyms", order=12)
 def entity_synonyms(ctx: AugmentContext) -> StageReport:
-    threshold = float(ctx.params.get("synonym_threshold", SYNONYM_THRESHOLD))
+    threshold = ctx.params.synonym_threshold
     rows = ctx.db.read(query("augment.entities_for_resolution"))
     ents = [Named(r["id"], r["name"], r["normalized"], r["type"]) for r in rows]
     embedded = [(e, r["embedding"]) for e, r in zip(ents, rows, strict=True) if r["embedding"] is not None]

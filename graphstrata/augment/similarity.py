@@ -77,7 +77,7 @@ def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]
 
 @stage("chunk_knn", order=10)
 def chunk_knn(ctx: AugmentContext) -> StageReport:
-    k = int(ctx.params.get("knn_k", 3))
+    k = ctx.params.knn_k
     gds = GDS(ctx.db, ctx.settings.gds_concurrency)
     semantic = knn_rows(gds, "chunk_knn", ["Chunk"], k)
     lexical = lexical_rows(ctx.db.read(query("augment.chunk_keywords")), k)
@@ -88,7 +88,7 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
 
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
-    k = int(ctx.params.get("k_neighbor", 5))
+    k = ctx.params.k_neighbor
     rows = knn_rows(GDS(ctx.db, ctx.settings.gds_concurrency), "entity_knn", ["Entity"], k)
     replace_similar(ctx, "Entity", "semantic", rows)
     return StageReport(stage="entity_similarity", counts={"edges": len(rows)}, notes={"k_neighbor": k})
@@ -96,8 +96,8 @@ def entity_similarity(ctx: AugmentContext) -> StageReport:
 
 @stage("semantic_edges", order=55)
 def semantic_edges(ctx: AugmentContext) -> StageReport:
-    k = int(ctx.params.get("semantic_k", 5))
-    graph = str(ctx.params.get("semantic_graph", "knn"))
+    k = ctx.params.semantic_k
+    graph = ctx.params.semantic_graph
     if graph not in ("knn", "hnsw"):
         raise ValueError(f"semantic_graph must be 'knn' or 'hnsw', not {graph!r}")
     labels = ["Chunk", "SemanticUnit", "Attribute", "HighLevel"]

@@ -11,7 +11,7 @@ A document of a single chunk gets no summary by default (its summary would resta
 
 ``g``. The paper leaves ``g`` symbolic (§3.1, Appendix D); the authors' configuration
 (``configs/example_config.yaml``: ``merge_num: 5``, also the default of their retriever) uses 5,
-our default. Override with ``AugmentContext.params["g"]``.
+our default. Override with ``AugmentContext.params.g``.
 
 Summaries. With an LLM (``ctx.llm``), the authors' minimal prompt (task instruction only, no
 few-shot examples; "about 1000 tokens") through ``ctx.llm.chat(stage="summary")``; the client's
@@ -49,8 +49,6 @@ from graphstrata.summarize import central_texts
 from graphstrata.text.names import hid
 from graphstrata.text.tokens import count_tokens, join_overlapping
 
-DEFAULT_G = 5
-DEFAULT_SUMMARY_TOKENS = 1000
 BATCH_CHUNKS = 2000  # chunks of the documents summarised (and written) together
 
 LEAF_PROMPT = (
@@ -182,9 +180,9 @@ def _relink(tx, plan: Plan, keep: set[str]) -> None:
 @stage("summary_tree", order=70)
 def summary_tree(ctx: AugmentContext) -> StageReport:
     """Build or update every document's summary tree; see the module docstring."""
-    g = int(ctx.params.get("g", DEFAULT_G))
-    max_tokens = int(ctx.params.get("summary_tokens", DEFAULT_SUMMARY_TOKENS))
-    single = bool(ctx.params.get("summarize_single_chunk", False))
+    g = ctx.params.g
+    max_tokens = ctx.params.summary_tokens
+    single = ctx.params.summarize_single_chunk
     if g < 2:
         raise ValueError("summary_tree: g must be at least 2")
     llm = ctx.llm

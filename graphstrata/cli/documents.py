@@ -348,7 +348,16 @@ def augment(
     stage: Annotated[
         list[str] | None, typer.Option("--stage", "-s", help="Run only these stages (repeatable).")
     ] = None,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Stage parameter name=value.")] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            help="Stage parameter name=value: beta, knn_k, k_neighbor, semantic_k, semantic_graph, "
+            "betweenness_samples, min_community_texts, max_high_level, synonym_threshold, g, summary_tokens, "
+            "summarize_single_chunk (graphstrata/augment/params.py).",
+        ),
+    ] = None,
     list_stages: Annotated[bool, typer.Option("--list", help="List the stages in order and exit.")] = False,
 ) -> None:
     """Build the augmentation layers with GDS (and the LLM when configured): chunk KNN graph, core

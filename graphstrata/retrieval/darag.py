@@ -50,7 +50,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from neo4j import Query, RoutingControl
 from pydantic import BaseModel, Field, model_validator
 
 from graphstrata.algorithms.eacs import eacs, greedy_pack
@@ -200,7 +199,7 @@ class DARAGRetriever(Retriever):
 
         # ---- 1. coarse EACS on the chunk layer ----------------------------------------------------
         with t.stage("coarse_fetch"):
-            rows = self._read(
+            rows = self.db.read_plain(
                 query("darag.coarse_candidates"),
                 n=p.coarse_candidates,
                 candidates=hnsw_candidates(p.coarse_candidates),
@@ -233,7 +232,7 @@ class DARAGRetriever(Retriever):
 
         # ---- 2. working subgraph: entities of H_C and the fine layers among them ------------------
         with t.stage("working_fetch"):
-            ents = self._read(query("darag.working_subgraph"), chunks=hc, k_neighbor=p.k_neighbor)
+            ents = self.db.read_plain(query("darag.working_subgraph"), chunks=hc, k_neighbor=p.k_neighbor)
         with t.stage("fine_eacs"):
             fine_graphs = build_fine_graphs(ents, q.size, p.layers)
             fine: list[Candidate] = []
@@ -342,15 +341,6 @@ class DARAGRetriever(Retriever):
             # the default asks for the LLM: a user without one must see that the ranking fell back
             notes["warnings"] = [NO_LLM_WARNING]
         return Retrieved(items, Subgraph(nodes=list(dict.fromkeys(sub_nodes)), relationships=sub_rels), notes)
-
-    def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
-        """A read whose rows hold only plain values (ids, texts, float lists, maps): taken as the driver
-        decoded them, without ``Record.data()``'s per-element conversion, which costs ~10x the query
-        itself on rows of embeddings."""
-        records, _, _ = self.db.driver.execute_query(
-            Query(cypher), params, database_=self.db.database, routing_=RoutingControl.READ
-        )
-        return [dict(zip(r.keys(), r.values(), strict=True)) for r in records]
 
     # ---- LLM scores and reports ---------------------------------------------------------------------
 

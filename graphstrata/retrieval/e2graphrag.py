@@ -51,7 +51,6 @@ from collections.abc import Callable
 from itertools import combinations
 from typing import Any, Literal
 
-from neo4j import READ_ACCESS, Query
 from pydantic import Field
 
 from graphstrata.cypher import query
@@ -184,26 +183,13 @@ class E2GraphRAGRetriever(Retriever):
         texts = {c: inline[c] for c in chosen if c in inline}
         if len(texts) < len(chosen):
             with t.stage("texts"):
-                texts = {r["id"]: r for r in self._read(query("e2graphrag.chunk_texts"), ids=chosen)}
+                texts = {r["id"]: r for r in self.db.read_plain(query("e2graphrag.chunk_texts"), ids=chosen)}
         items = format_local(chosen, keys, info, texts, ents)
         sub = Subgraph(
             nodes=list(ents) + chosen,
             relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
         )
         return Retrieved(items, sub, notes)
-
-    def _read(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
-        """One read statement in one network round trip, its rows as the driver decoded them.
-
-        Speed is E2GraphRAG's point, so two costs of ``Database.read`` are avoided (measured on the
-        hotpotqa_dev100 graph, see the module docstring): its managed transaction adds BEGIN and
-        COMMIT (a second round trip) to the statement, where an auto-commit read pipelines RUN and
-        PULL; and its ``Record.data()`` walks every nested value again, which on ``local_index``'s
-        nested index cost more than the query itself. Rows here hold only plain values (ids, texts,
-        numbers, lists, maps), so nothing needs converting. What an auto-commit read gives up is the
-        managed transaction's automatic retry on a transient error; a retrieval is cheap to repeat."""
-        with self.db.driver.session(database=self.db.database, default_access_mode=READ_ACCESS) as session:
-            return [dict(zip(r.keys(), r.values(), strict=True)) for r in session.run(Query(cypher), params)]
 
     # --- entities, graph filter, entity→chunk index ----------------------------------------------
     def _index(
@@ -217,7 +203,7 @@ class E2GraphRAGRetriever(Retriever):
         if p.graph_filter == "cypher":
             text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
             with t.stage("graph"):
-                (row,) = self._read(text, names=names, inline=INLINE_TEXTS)
+                (row,) = self.db.read_plain(text, names=names, inline=INLINE_TEXTS)
             ents = {e["id"]: e["name"] for e in row["entities"]}
             mapped = {e["normalized"] for e in row["entities"]}
             hops = {(a, b): n for a, b, n in row["pairs"]}
@@ -233,10 +219,10 @@ class E2GraphRAGRetriever(Retriever):
         from graphstrata.gds import GDS
 
         with t.stage("graph"):
-            rows = self._read(query("e2graphrag.map_entities"), names=names)
+            rows = self.db.read_plain(query("e2graphrag.map_entities"), names=names)
             ents = {r["id"]: r["name"] for r in rows}
             mapped = {r["normalized"] for r in rows}
-            chunks = [r["chunk"] for r in self._read(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
+            chunks = [r["chunk"] for r in self.db.read_plain(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
         pairs = [list(x) for x in combinations(ents, 2)]
         cache: dict[int, set[Pair]] = {}
 
@@ -245,7 +231,7 @@ class E2GraphRAGRetriever(Retriever):
                 if not pairs:
                     return set()
                 graph = GDS(self.db).project(GDS_GRAPH, "Term", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
-                rows = self._read(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
+                rows = self.db.read_plain(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
                 cache[h] = {(r["a"], r["b"]) for r in rows if r["reached"]}
             return cache[h]
 
@@ -266,7 +252,7 @@ class E2GraphRAGRetriever(Retriever):
             v = self.embed_query(question)
         k = p.top_k * (p.candidate_factor if occurrence else 1)
         with t.stage("dense"):
-            rows = self._read(
+            rows = self.db.read_plain(
                 query("e2graphrag.collapsed_tree"), k=k, candidates=hnsw_candidates(k), vector=v, eids=eids
             )
         n_summaries = rows[0]["summaries"] if rows else 0

@@ -36,6 +36,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from graphstrata import limits
 from graphstrata.retrieval.base import (
     ContextItem,
     RetrievalError,
@@ -209,6 +210,7 @@ class FusionRetriever(Retriever):
         # that asks and shared with the others (graphstrata/retrieval/shared.py)
         results, errors, ms = self.run_methods(question, methods, p)
         if not results:
+            limits.check()  # past the request's deadline, that is the error to report
             raise RetrievalError(f"every fused method failed: {errors}")
         with t.stage("fuse"):
             fused = rrf_fuse({m: results[m].items for m in methods if m in results}, p.rrf_k)[: p.top_k]

@@ -1,0 +1,40 @@
+"""The parameters of the augment stages, typed: ``GraphStrata.augment(**params)``,
+``graphstrata augment --param name=value`` and the stages all read this one model, so a misspelt
+name is an error instead of a silently ignored override."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Cosine of name embeddings above which two entities are synonyms (HippoRAG 2 uses 0.8 with a
+#: larger embedder; all-MiniLM-L6-v2 puts unrelated short names closer, so a stricter default).
+SYNONYM_THRESHOLD = 0.9
+DEFAULT_G = 5
+DEFAULT_SUMMARY_TOKENS = 1000
+
+
+class AugmentParams(BaseModel):
+    """Stage parameters; the defaults are the papers' where they give one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    beta: float = Field(0.8, gt=0, le=1, description="core_chunks: KET-RAG β, the share of chunks that are core")
+    knn_k: int = Field(3, ge=1, le=100, description="chunk_knn: KET-RAG's neighbours per chunk")
+    k_neighbor: int = Field(5, ge=1, le=100, description="entity_similarity: DA-RAG's k-NN entity graph")
+    semantic_k: int = Field(5, ge=1, le=100, description="semantic_edges: NodeRAG's neighbours per node")
+    semantic_graph: Literal["knn", "hnsw"] = Field(
+        "knn", description="semantic_edges: GDS KNN or NodeRAG's HNSW base layer (algorithms/hnsw.py)"
+    )
+    betweenness_samples: int | None = Field(
+        10, ge=1, description="important_entities: NodeRAG Algorithm 1, sampled betweenness (k = 10; None: exact)"
+    )
+    min_community_texts: int = Field(3, ge=1, description="communities: a community needs this many texts for an H")
+    max_high_level: int = Field(5, ge=1, le=50, description="communities: high-level elements per community (LLM)")
+    synonym_threshold: float = Field(
+        SYNONYM_THRESHOLD, gt=0, le=1, description="entity_synonyms: cosine of name embeddings"
+    )
+    g: int = Field(DEFAULT_G, ge=2, le=100, description="summary_tree: E2GraphRAG's children per summary")
+    summary_tokens: int = Field(DEFAULT_SUMMARY_TOKENS, ge=10, description="summary_tree: tokens of a summary")
+    summarize_single_chunk: bool = Field(False, description="summary_tree: summarise a one-chunk document too")
