@@ -37,13 +37,9 @@ How it works:
    the literal bin-sort algorithm of Wang & Cheng in plain Python lists, kept as an
    independent cross-check.
 
-Measured (``bench/bench_ktruss.py``, 5k-50k edge random / power-law graphs): the whole pipeline runs
-at roughly 0.5-1.5 M edges/s, 20-50x faster than a networkx.k_truss-based decomposition; the
-level-synchronous peel makes it 2-4x faster than the same pipeline with the Python bin-sort peel
-(peel alone ~7x on a 1M-triangle graph), since it runs a few dozen numpy rounds instead of one
-interpreted iteration per edge and per triangle.  Its worst case is a peeling cascade that frees one
-edge per round (~50 µs per round, e.g. a long chain of triangles held up by denser gadgets); there
-the sequential method is ~2x faster, and both remain far faster than networkx.
+Speed against networkx and between the two peels: ``bench/bench_ktruss.py`` (bench/results/ktruss.json).
+The level-synchronous peel's worst case is a cascade that frees one edge per round (a long chain of
+triangles held up by denser gadgets); there the sequential method is the faster one.
 """
 
 from __future__ import annotations
