@@ -466,16 +466,16 @@ def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: p
     """Latency: the local branch reads the graph once (entities, pair distances, the entity→chunk
     index and the chunk texts in one statement); the global branches add the dense query."""
     from graphstrata.cypher import query
-    from graphstrata.retrieval.e2graphrag import E2GraphRAGRetriever
+    from graphstrata.db import Database
 
     statements: list[str] = []
-    read = E2GraphRAGRetriever._read
+    read = Database.read_plain
 
-    def counted(self: E2GraphRAGRetriever, cypher: str, **params: object) -> list[dict]:
+    def counted(self: Database, cypher: str, **params: object) -> list[dict]:
         statements.append(cypher)
         return read(self, cypher, **params)
 
-    monkeypatch.setattr(E2GraphRAGRetriever, "_read", counted)
+    monkeypatch.setattr(Database, "read_plain", counted)
     for q, branch, reads in [
         ("Was the lantern near the violin?", "local", 1),
         ("Where did the kayak, the paddle and the canyon go?", "local", 1),  # tightened: still one read
@@ -489,5 +489,4 @@ def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: p
     # the raw rows are what Database.read returns
     text = query("e2graphrag.local_index").replace("MAX_HOPS", "4")
     params = {"names": ["lantern", "violin"], "inline": 100}
-    retriever = E2GraphRAGRetriever(corpus.db, corpus.embedder)
-    assert read(retriever, text, **params) == corpus.db.read(text, **params)
+    assert read(corpus.db, text, **params) == corpus.db.read(text, **params)

@@ -108,3 +108,14 @@ def test_no_method_fails_on_nodes_a_deletion_is_taking_apart(haunted: tuple[Grap
     distinct = {f.split(" (on ")[0]: f for f in failures}  # one line per method and kind of failure
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(distinct.values())
     assert answered == len(questions) * len(available_methods())
+
+
+def test_methods_default_to_their_papers_context_sizes() -> None:
+    from graphstrata.retrieval.darag import DARAGParams
+    from graphstrata.retrieval.e2graphrag import E2GraphRAGParams
+    from graphstrata.retrieval.ketrag import KETRAGParams
+
+    assert KETRAGParams().budget == 12_000  # KET-RAG §6.1: context limit L = 12,000 tokens
+    assert DARAGParams().budget == 4_800  # DA-RAG Table 4: max_token_for_context 4800
+    e2 = E2GraphRAGParams()  # E2GraphRAG: k = 25 chunks of 1,200 tokens (authors' code)
+    assert e2.top_k == 25 and e2.budget >= 25 * 1_200

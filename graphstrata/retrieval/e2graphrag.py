@@ -80,6 +80,9 @@ class E2GraphRAGParams(RetrieverParams):
         description="k: the most chunks (local) or collapsed-tree nodes (global) returned; the paper's k, 25 in "
         "the authors' code (max_chunk_setting)",
     )
+    budget: int = Field(
+        30_000, ge=1, description="token budget of the context: room for k = 25 chunks of 1,200 tokens (the paper's)"
+    )
     hops: int = Field(
         4,
         ge=1,

@@ -36,6 +36,7 @@ from graphstrata.text.tokens import count_tokens
 
 class KETRAGParams(RetrieverParams):
     top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: no cap)")
+    budget: int = Field(12_000, ge=1, description="context limit L in cl100k tokens (§6.1: 12,000)")
     lam: float = Field(
         0.2,
         ge=0,
