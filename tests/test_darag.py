@@ -461,3 +461,41 @@ def test_real_corpus_communities_are_valid(corpus: Any, question: str) -> None:
         assert set(item.chunk_ids) <= hc  # every context item maps back to chunks of H_C
     if not n["coarse"]["fallback"]:
         assert any(c["layer"] == "chunk" and c["selected"] and set(c["nodes"]) == hc for c in n["communities"])
+
+
+def test_chunk_attribute_is_the_embedding_of_title_and_description(gs: Any) -> None:
+    """§4.1: a chunk's attribute in L_C embeds the title + description extraction wrote for it; the
+    stage re-embeds only what changed, and a chunk with neither keeps none (its text's vector serves)."""
+    from graphstrata.augment.darag import attribute_text
+    from graphstrata.ingest.pipeline import IngestOptions
+
+    docs = [
+        ("Curie", "Marie Curie discovered polonium in Paris. She won two Nobel Prizes."),
+        ("Danube", "The Danube flows through Vienna and Budapest into the Black Sea."),
+    ]
+    gs.ingest_texts(docs, IngestOptions(extractor="spacy"))
+    gs.ingest_texts([("Bare", "A text written with no extraction at all.")], IngestOptions(extractor="none"))
+    (report,) = gs.augment(["darag_chunk_attributes"])
+    rows = gs.db.read(
+        "MATCH (c:Chunk) RETURN c.doc_title AS doc, c.title AS title, c.description AS description, "
+        "c.attribute_embedding AS attribute ORDER BY doc"
+    )
+    described = [r for r in rows if r["doc"] != "Bare"]
+    assert all(r["title"] and r["description"] for r in described)
+    # independent reference: embed "title\ndescription" ourselves
+    expected = gs.embedder.embed([f"{r['title'].strip()}\n{r['description'].strip()}" for r in described])
+    got = np.asarray([r["attribute"] for r in described])
+    assert np.allclose(got, expected, atol=1e-6)
+    assert attribute_text(None, " ") is None
+    assert next(r for r in rows if r["doc"] == "Bare")["attribute"] is None
+    assert report.counts == {"chunks": 3, "with_attribute": 2, "embedded": 2, "cleared": 0}
+    (again,) = gs.augment(["darag_chunk_attributes"])
+    assert again.counts["embedded"] == 0  # nothing changed
+    # the retriever's coarse EACS uses them (or the text's vectors when asked)
+    question = "Where did Marie Curie discover polonium?"
+    assert gs.retrieve(question, "darag").notes["coarse"]["described"] == 2
+    assert gs.retrieve(question, "darag", chunk_attribute="text").notes["coarse"]["described"] == 0
+    # a chunk that lost its description loses its attribute
+    gs.db.write("MATCH (c:Chunk {doc_title: 'Danube'}) REMOVE c.title, c.description")
+    (cleared,) = gs.augment(["darag_chunk_attributes"])
+    assert cleared.counts["cleared"] == 1

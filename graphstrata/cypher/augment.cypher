@@ -194,3 +194,19 @@ UNWIND $rows AS r
 MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
 MERGE (a)-[s:SYNONYM]->(b)
 SET s.score = r.score, s.rules = r.rules;
+
+// name: chunk_attribute_state
+// DA-RAG §4.1: each chunk's title and description (from extraction) and the key of the text its
+// attribute vector was last computed from.
+MATCH (c:Chunk) WHERE c.id IS NOT NULL
+RETURN c.id AS id, c.title AS title, c.description AS description, c.attribute_key AS key;
+
+// name: write_chunk_attributes
+UNWIND $rows AS row
+MATCH (c:Chunk {id: row.id})
+SET c.attribute_embedding = row.embedding, c.attribute_key = row.key;
+
+// name: clear_chunk_attributes
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id})
+REMOVE c.attribute_embedding, c.attribute_key;

@@ -5,7 +5,8 @@
 // name: coarse_candidates
 // §4 Coarse-grained retrieval, its search range on the Semantic Chunk Layer L_C: the top-$n chunks
 // by cosine to the query embedding $vector (vector index chunk_embedding, score = (1 + cos) / 2),
-// best first, each with its text and its CHUNK_RELATED neighbours among these $n chunks, so the
+// best first, each with its text, its attribute vector (title + description, when augment made one)
+// and its CHUNK_RELATED neighbours among these $n chunks, so the
 // rows together hold the induced chunk-layer subgraph (every edge listed once, from its start node).
 CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
@@ -13,7 +14,8 @@ WITH node, score ORDER BY score DESC LIMIT $n
 WITH collect(node) AS cs, collect(score) AS scores
 UNWIND range(0, size(cs) - 1) AS i
 WITH cs, cs[i] AS c, scores[i] AS score
-RETURN c.id AS id, score, c.embedding AS embedding, c.text AS text, c.doc_title AS doc_title,
+RETURN c.id AS id, score, c.embedding AS embedding, c.attribute_embedding AS attribute, c.text AS text,
+       c.doc_title AS doc_title,
        c.title AS title, c.description AS description,
        [(c)-[:CHUNK_RELATED]->(d:Chunk) WHERE d IN cs AND d.id IS NOT NULL | d.id] AS related
 ORDER BY score DESC;

@@ -47,7 +47,7 @@ Where the paper is silent (each choice is marked "ours" in the parameter descrip
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
@@ -152,6 +152,12 @@ class DARAGParams(RetrieverParams):
         description="search range of the coarse EACS: the top-N chunks by cosine to the query and the "
         "CHUNK_RELATED edges among them (the paper searches all of L_C, §4; ours)",
     )
+    chunk_attribute: Literal["description", "text"] = Field(
+        "description",
+        description="the chunk attribute of L_C in the coarse EACS: `description` is the embedding of the chunk's "
+        "title + description (§4.1; augment stage darag_chunk_attributes; a chunk without one uses its text's), "
+        "`text` the embedding of its text",
+    )
     k_neighbor: int = Field(
         5,
         ge=1,
@@ -207,13 +213,24 @@ class DARAGRetriever(Retriever):
             )
         if not rows:
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
+        described = 0
+        if p.chunk_attribute == "description":
+            for r in rows:
+                if r["attribute"] is not None:
+                    r["embedding"] = r["attribute"]
+                    described += 1
         with t.stage("coarse_eacs"):
             chunks = {r["id"]: r for r in rows}
             chunk_graph = build_chunk_graph(rows, q.size)
             chunk_cos = dict(zip(chunk_graph.ids, cosine_similarities(chunk_graph.emb, q).tolist(), strict=True))
             found, top = eacs(chunk_graph.edges, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
             coarse = [make_candidate("chunk", c, chunk_graph) for c in found]
-            coarse_notes: dict[str, Any] = {"candidates": len(rows), "edges": len(chunk_graph.edges), "max_truss": top}
+            coarse_notes: dict[str, Any] = {
+                "candidates": len(rows),
+                "edges": len(chunk_graph.edges),
+                "max_truss": top,
+                "described": described,  # chunks whose attribute is their title + description
+            }
             if coarse:
                 best = max(coarse, key=lambda c: (c.community.qrscore, c.community.k))
                 best.selected = True
