@@ -77,6 +77,7 @@ VARIANTS = {
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),
     "darag@paper": ("darag", {"budget": 4_800}),
+    "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
     # SG-RAG as the rows of graphs.json measured it (its answer count was then `top_k`, 10 here)
     "sgrag@answer_k10": ("sgrag", {"answer_k": 10}),
 }
