@@ -90,8 +90,10 @@ def plot(data: dict, path: Path) -> bool:
     series = {"ingest": [r["ingest_seconds"] for r in rows]}
     for k in rows[-1]["augment_stages"]:
         series[k] = [r["augment_stages"].get(k, 0.0) for r in rows]
-    for name, secs in series.items():
-        right.plot(n, [1000 * s / p for s, p in zip(secs, n, strict=True)], "o-", label=name)
+    colours = plt.get_cmap("tab20").colors
+    for i, (name, secs) in enumerate(series.items()):
+        per = [1000 * s / p for s, p in zip(secs, n, strict=True)]
+        right.plot(n, per, "os^v"[i % 4] + "-", color=colours[i % len(colours)], label=name)
     right.set(xlabel="passages", ylabel="ms per passage", title="time per passage", xscale="log", yscale="log")
     right.legend(fontsize=7)
     fig.tight_layout()
