@@ -194,6 +194,27 @@ def test_spacy_query_graph_end_to_end(sgrag) -> None:
         assert answers(res) == {"alice", "dave"}
 
 
+def test_spacy_query_graph_keeps_a_described_entity_as_an_unknown_hop(sgrag) -> None:
+    # SG-RAG §3.1: "the company located in London" is an entity the question describes, not one it
+    # names: an UNK node between the target and London, so London constrains the answer two hops away
+    question = "Who studied at MIT and works for the company located in London?"
+    spec = spacy_query_graph(question)
+    by_id = {n.id: n for n in spec.nodes}
+    edges = {(by_id[e.src].label, by_id[e.src].description, by_id[e.dst].id) for e in spec.edges}
+    assert [n.label for n in spec.nodes].count("UNK") == 2
+    company = next(n.id for n in spec.nodes if n.label == "UNK" and n.description == "company")
+    assert edges == {("MIT", "MIT", "q0"), ("UNK", "company", "q0"), ("London", "London", company)}
+    res = sgrag.retrieve(question)
+    if res.notes["query_graph_source"] == "spacy":
+        # alice: MIT and Acme (in London); erin studied at MIT but no company of hers is in London
+        assert res.notes["fallback"] is False
+        assert res.notes["answers"] == ["Alice Martin"]
+        assert set(res.subgraph.nodes) == {"alice", "acme", "mit", "london"}
+    # a common noun that joins no named entity constrains nothing and is dropped
+    bare = spacy_query_graph("What is the capital of the country?")
+    assert [n.label for n in bare.nodes] == ["UNK"] and bare.edges == []
+
+
 def test_vector_normalisation(sgrag) -> None:
     # "Acme Corp" is no entity's normalized name: the vector index maps it to Acme Corporation
     res = sgrag.retrieve("q", query_graph=qg(("Paris", ""), ("Acme Corp", "")), min_similarity=0.5)

@@ -252,7 +252,9 @@ class SGRAGRetriever(Retriever):
                 matches = []
                 fallback = one_hop_subgraph(graph, fallback_anchors(qg, graph, {q: v["id"] for q, v in norm.items()}))
         notes["matches"] = len(matches)
-        target = qg.unknown_nodes[0] if len(qg.unknown_nodes) == 1 else None
+        # the target is the first UNK node (the query graph's q0); later ones are entities the question
+        # describes on the way to it ("the film" of "who directed the film shot in Leland")
+        target = next((n.id for n in spec.nodes if n.id in qg.unknown_nodes), None)
         with t.stage("context"):
             if matches:
                 answers = list(dict.fromkeys(m[target] for m in matches)) if target is not None else []

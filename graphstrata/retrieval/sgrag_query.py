@@ -69,36 +69,107 @@ Example: "Which film was directed by James Cameron and starred Kate Winslet?" ->
 
 
 def spacy_query_graph(question: str) -> QueryGraphSpec:
-    """Offline query graph: entities / noun chunks are known nodes, the wh-phrase the UNK target, each
-    known node linked to the target by the verb (+ preposition) that governs it."""
+    """Offline query graph from a spaCy dependency parse, keeping only what the question constrains.
+
+    * the wh-phrase is the ``UNK`` target ``q0`` (its noun, e.g. "film" of "which film", its description);
+    * named entities and proper-noun phrases are known nodes: constraints to match in the graph;
+    * a common-noun phrase ("the film", "the band") names an entity the question describes but does
+      not identify: an ``UNK`` node with that description, which joins constraints ("the film shot in
+      Leland" puts Leland two hops from the target) but is not itself one. One that joins nothing is
+      dropped, and one that is the copula's complement of the target ("what is the capital of …") is
+      the target itself;
+    * each node hangs off the nearest node above it in the parse (else the target), the verbs and
+      prepositions passed on the way its relation.
+    """
     from graphstrata.text.nlp import get_nlp
 
     doc = get_nlp()(question)
-    spans: list[Any] = list(doc.ents)
-    taken = {t.i for s in spans for t in s}
+    known: list[Any] = list(doc.ents)
+    taken = {t.i for s in known for t in s}
     target = None
+    described: list[Any] = []
     for chunk in doc.noun_chunks:
         if any(t.tag_ in WH_TAGS for t in chunk):
-            target = chunk
+            target = target or chunk  # the first wh-phrase (a later "that" opens a relative clause)
             continue
         if any(t.i in taken for t in chunk) or chunk.root.pos_ == "PRON":
             continue
-        spans.append(chunk)
+        (known if any(t.pos_ == "PROPN" for t in chunk) else described).append(chunk)
         taken.update(t.i for t in chunk)
     if target is None:
         wh = [t for t in doc if t.tag_ in WH_TAGS]
         target = doc[wh[0].i : wh[0].i + 1] if wh else None
-    nodes = [QGNode(id="q0", label=UNK, description=_target_type(target))]
+
+    def overlaps_target(s: Any) -> bool:
+        return target is not None and s.start < target.end and target.start < s.end
+
+    spans = sorted((s for s in known + described if not overlaps_target(s) and _strip(s)), key=lambda s: s.start)
+    owner = {t.i: k for k, s in enumerate(spans) for t in s}  # token -> its span
+    target_tokens = {t.i for t in target} if target is not None else set()
+    is_known = [any(s is k for k in known) for s in spans]
+    parent: list[int | None] = []  # index of the span above, None: the target
+    relation: list[str] = []
+    copula: list[bool] = []  # hangs off the target through "be" alone
+    merged: list[bool] = []  # a known node that only qualifies the one above ("Leland, North Carolina")
+    for k, s in enumerate(spans):
+        parts: list[str] = []
+        tok, up, verb = s.root, None, False
+        while tok.head.i != tok.i:
+            tok = tok.head
+            if tok.i in target_tokens:
+                break
+            if tok.i in owner and owner[tok.i] != k:
+                up = owner[tok.i]
+                break
+            if verb:  # the relation is the words up to the first verb; the walk goes on for the parent
+                continue
+            if tok.pos_ == "ADP":
+                parts.insert(0, tok.lower_)
+            elif tok.pos_ in ("VERB", "AUX"):
+                parts.insert(0, tok.lemma_.lower())
+                verb = True
+        if s.root.dep_ == "conj" and up is not None and not parts:  # "Titanic and Avatar": siblings
+            up, parts = parent[up], relation[up].split()
+        parent.append(up)
+        relation.append(" ".join(parts))
+        copula.append(up is None and parts == ["be"])
+        merged.append(s.root.dep_ == "appos" and up is not None and not parts)
+
+    # keep a described node only while some known node hangs below it; the target's copula
+    # complement describes the target
+    def constrained(k: int) -> bool:
+        return any(parent[j] == k and (is_known[j] or constrained(j)) for j in range(len(spans)))
+
+    target_description = _target_type(target)
+    keep: list[bool] = []
+    for k, s in enumerate(spans):
+        if is_known[k] and merged[k] and is_known[parent[k] or 0]:
+            keep.append(False)
+            for j in range(len(spans)):
+                if parent[j] == k:
+                    parent[j] = parent[k]
+        elif is_known[k]:
+            keep.append(True)
+        elif copula[k]:
+            target_description = target_description or _strip(s)
+            keep.append(False)
+            for j in range(len(spans)):  # what hung below it hangs off the target
+                if parent[j] == k:
+                    parent[j] = None
+        else:
+            keep.append(constrained(k))
+    nodes = [QGNode(id="q0", label=UNK, description=target_description)]
+    qid: dict[int, str] = {}
+    for k, s in enumerate(spans):
+        if keep[k]:
+            qid[k] = f"q{len(nodes)}"
+            nodes.append(QGNode(id=qid[k], label=_strip(s) if is_known[k] else UNK, description=_strip(s)))
     edges: list[QGEdge] = []
-    for s in sorted(spans, key=lambda s: s.start):
-        if target is not None and s.start < target.end and target.start < s.end:
-            continue
-        name = _strip(s)
-        if not name:
-            continue
-        qid = f"q{len(nodes)}"
-        nodes.append(QGNode(id=qid, label=name))
-        edges.append(QGEdge(src=qid, dst="q0", relation=_governing_relation(s.root)))
+    for k in qid:
+        up = parent[k]
+        while up is not None and not keep[up]:  # hang off the nearest kept node above
+            up = parent[up]
+        edges.append(QGEdge(src=qid[k], dst=qid[up] if up is not None else "q0", relation=relation[k]))
     return QueryGraphSpec(nodes=nodes, edges=edges)
 
 
@@ -111,16 +182,3 @@ def _target_type(target: Any) -> str:
     if target is None:
         return ""
     return " ".join(t.text for t in target if t.tag_ not in WH_TAGS and t.pos_ != "DET")
-
-
-def _governing_relation(root: Any) -> str:
-    parts: list[str] = []
-    tok = root
-    while tok.head.i != tok.i:
-        tok = tok.head
-        if tok.pos_ == "ADP":
-            parts.insert(0, tok.lower_)
-        elif tok.pos_ in ("VERB", "AUX"):
-            parts.insert(0, tok.lemma_.lower())
-            break
-    return " ".join(parts)
