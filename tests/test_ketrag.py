@@ -178,3 +178,62 @@ def test_ketrag_profile_options_are_checked() -> None:
         IngestOptions(profile="ketrag", ketrag_beta=0)
     with pytest.raises(ValueError, match="profile"):
         IngestOptions(profile="skeleton")
+
+
+DESCRIBED = [
+    {
+        "title": "Can makers",
+        "text": "Zephyr Kline built a can that seals itself. The Tin Can Museum in Ohio shows it.",
+        "entities": [
+            {"name": "Zephyr Kline", "type": "PERSON", "description": "inventor of the self-sealing tin can"},
+            {"name": "Tin Can Museum", "type": "ORGANIZATION", "description": "a packaging museum"},
+            {"name": "Ohio", "type": "LOCATION"},
+        ],
+        "triples": [["Tin Can Museum", "located in", "Ohio"], ["Tin Can Museum", "shows work of", "Zephyr Kline"]],
+    }
+]
+
+
+def test_skeleton_seeds_are_matched_by_their_written_descriptions(
+    graph: Database, neo4j_settings: Settings, tmp_path
+) -> None:
+    # KET-RAG §5.1 / GraphRAG local search: an entity a model (here: the user) described is matched by
+    # the embedding of "name: description"; one without a description by its name
+    import json
+
+    path = tmp_path / "described.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in DESCRIBED) + "\n")
+    gs = GraphStrata(neo4j_settings, db=graph)
+    gs.ingest_extractions(path, IngestOptions())
+    [report] = gs.augment(["entity_descriptions"])
+    assert report.counts["described"] == 2 and report.counts["embedded"] == 2
+    question = "Who invented the self-sealing tin can?"
+    q = gs.embedder.embed([question])[0]
+    texts = {
+        "Zephyr Kline": "Zephyr Kline: inventor of the self-sealing tin can",
+        "Tin Can Museum": "Tin Can Museum: a packaging museum",
+        "Ohio": "Ohio",
+    }
+    ref = dict(zip(texts, gs.embedder.embed(list(texts.values())) @ q, strict=True))
+    by_name = dict(zip(texts, gs.embedder.embed(list(texts)) @ q, strict=True))
+    expected = sorted(ref, key=lambda n: -ref[n])
+    assert expected[0] != max(by_name, key=by_name.get)  # by name alone the museum would lead
+    r = gs.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
+    assert r.notes["seeds"] == expected, r.items
+    assert r.notes["seeds_matched_by"] == {"description": 2, "name": 1}
+    # incremental: a second run embeds nothing; a description that goes clears its vector
+    assert gs.augment(["entity_descriptions"])[0].counts["embedded"] == 0
+    graph.write("MATCH (:Chunk)-[m:MENTIONS]->(:Entity {name: 'Tin Can Museum'}) SET m.description = null")
+    assert gs.augment(["entity_descriptions"])[0].counts["cleared"] == 1
+    r = gs.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
+    assert r.notes["seeds_matched_by"] == {"description": 1, "name": 2}
+    # a graph from before the description index still answers, by names
+    graph.write("DROP INDEX entity_description_embedding")
+    try:
+        r = gs.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
+        assert r.notes["seeds_matched_by"] == {"description": 0, "name": 3}
+        assert r.notes["seeds"] == sorted(by_name, key=lambda n: -by_name[n])
+    finally:
+        from graphstrata.schema import apply_schema
+
+        apply_schema(graph, gs.embedder.name, gs.embedder.dim)

@@ -35,6 +35,9 @@ class AugmentParams(BaseModel):
     synonym_threshold: float = Field(
         SYNONYM_THRESHOLD, gt=0, le=1, description="entity_synonyms: cosine of name embeddings"
     )
+    max_descriptions: int = Field(
+        20, ge=1, le=10_000, description="entity_descriptions: an entity's descriptions embedded (most asserted first)"
+    )
     g: int = Field(DEFAULT_G, ge=2, le=100, description="summary_tree: E2GraphRAG's children per summary")
     summary_tokens: int = Field(DEFAULT_SUMMARY_TOKENS, ge=10, description="summary_tree: tokens of a summary")
     summarize_single_chunk: bool = Field(False, description="summary_tree: summarise a one-chunk document too")

@@ -210,3 +210,25 @@ SET c.attribute_embedding = row.embedding, c.attribute_key = row.key;
 UNWIND $ids AS id
 MATCH (c:Chunk {id: id})
 REMOVE c.attribute_embedding, c.attribute_key;
+
+// name: entity_description_state
+// KET-RAG seeds: each entity's descriptions written by an LLM or the user (most asserted first, as
+// refresh_entities orders them) and the key of the text its description vector was computed from.
+MATCH (e:Entity) WHERE e.id IS NOT NULL
+RETURN e.id AS id, e.name AS name, e.description_key AS key,
+       COLLECT {
+         MATCH (:Chunk)-[m:MENTIONS]->(e)
+         WHERE m.extractor IN ['llm', 'user'] AND m.description IS NOT NULL
+         WITH m.description AS d, count(*) AS k ORDER BY k DESC, d
+         RETURN d LIMIT $max_descriptions
+       } AS descriptions;
+
+// name: write_entity_descriptions
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.description_embedding = row.embedding, e.description_key = row.key;
+
+// name: clear_entity_descriptions
+UNWIND $ids AS id
+MATCH (e:Entity {id: id})
+REMOVE e.description_embedding, e.description_key;

@@ -1,11 +1,26 @@
 // KET-RAG retrieval (graphstrata/retrieval/ketrag.py).
 
 // name: seed_entities
-// Algorithm 2, line 1: the entities most similar to the query.
+// Algorithm 2, line 1: the entities most similar to the query, matched by the embedding of their
+// description where an LLM or the user wrote one (GraphRAG's local search), else by their name's.
+CALL () {
+  CALL db.index.vector.queryNodes('entity_description_embedding', $candidates, $vector) YIELD node, score
+  RETURN node, score, 'description' AS matched_by
+  UNION
+  CALL db.index.vector.queryNodes('entity_embedding', $candidates, $vector) YIELD node, score
+  WITH node, score WHERE node.description_embedding IS NULL
+  RETURN node, score, 'name' AS matched_by
+}
+WITH node, score, matched_by WHERE node.id IS NOT NULL
+ORDER BY score DESC, node.id LIMIT $k
+RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score, matched_by;
+
+// name: seed_entities_by_name
+// seed_entities on a graph that has no entity_description_embedding index yet (built before it).
 CALL db.index.vector.queryNodes('entity_embedding', $candidates, $vector) YIELD node, score
-WHERE node.id IS NOT NULL
-WITH node, score ORDER BY score DESC LIMIT $k
-RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score;
+WITH node, score WHERE node.id IS NOT NULL
+ORDER BY score DESC, node.id LIMIT $k
+RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score, 'name' AS matched_by;
 
 // name: seed_relations
 // Algorithm 2, line 2: relations adjacent to the seeds, those joining two seeds first, then by

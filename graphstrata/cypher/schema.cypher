@@ -70,6 +70,12 @@ OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 
 CREATE VECTOR INDEX entity_embedding IF NOT EXISTS FOR (n:Entity) ON (n.embedding)
 OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
 
+// name: entity_description_embedding
+// KET-RAG's seeds: "name: description" of entities an LLM or the user described (augment stage
+// entity_descriptions).
+CREATE VECTOR INDEX entity_description_embedding IF NOT EXISTS FOR (n:Entity) ON (n.description_embedding)
+OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};
+
 // name: relation_embedding
 CREATE VECTOR INDEX relation_embedding IF NOT EXISTS FOR (n:Relation) ON (n.embedding)
 OPTIONS {indexConfig: {`vector.dimensions`: $dim, `vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}};

@@ -2,9 +2,10 @@
 and 4): a skeleton channel over the knowledge graph built from core chunks, and a keyword channel
 over the text-keyword bipartite graph, splitting one context budget L by the retrieval ratio lambda.
 
-- Skeleton channel (KG-Retrieval, Algorithm 2) with lambda*L tokens: seed entities (top 10 by
-  embedding similarity), then relations adjacent to the seeds (joining two seeds first) up to their
-  share, then the sub-chunks of the chunks most linked to seeds and relations.
+- Skeleton channel (KG-Retrieval, Algorithm 2) with lambda*L tokens: seed entities (top 10 by the
+  embedding of their description where an LLM or the user wrote one, else of their name), then
+  relations adjacent to the seeds (joining two seeds first) up to their share, then the sub-chunks
+  of the chunks most linked to seeds and relations.
 - Keyword channel (Algorithm 4, lines 2-4) with (1-lambda)*L tokens: seed keywords by similarity,
   added until their sub-chunks hold enough tokens; that candidate set ranked by cosine similarity.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
@@ -90,9 +92,7 @@ class KETRAGRetriever(Retriever):
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
     def _skeleton(self, vector: list[float], p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
-        seeds = self.db.read(
-            query("ketrag.seed_entities"), k=p.seed_entities, candidates=hnsw_candidates(p.seed_entities), vector=vector
-        )
+        seeds = self._seeds(vector, p.seed_entities)
         graph_budget = int(budget * p.relation_share)
         # the seed entities' descriptions open the context (GraphRAG local search)
         out = [
@@ -101,7 +101,7 @@ class KETRAGRetriever(Retriever):
                 label="Entity",
                 text=f"{s['name']}: {s['description']}" if s["description"] else s["name"],
                 score=s["score"],
-                why="seed entity (embedding similarity)",
+                why=f"seed entity (embedding of its {s['matched_by']})",
             )
             for s in seeds
         ]
@@ -129,7 +129,18 @@ class KETRAGRetriever(Retriever):
         )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
         out += fit_items(adjacent, budget - used)
-        return out, {"seeds": [s["name"] for s in seeds], "relations": len(chosen)}
+        matched = {"description": sum(s["matched_by"] == "description" for s in seeds)}
+        matched["name"] = len(seeds) - matched["description"]
+        return out, {"seeds": [s["name"] for s in seeds], "seeds_matched_by": matched, "relations": len(chosen)}
+
+    def _seeds(self, vector: list[float], k: int) -> list[dict]:
+        args = {"k": k, "candidates": hnsw_candidates(k), "vector": vector}
+        try:
+            return self.db.read(query("ketrag.seed_entities"), **args)
+        except ClientError as e:  # a graph built before the description index: names only
+            if "entity_description_embedding" not in str(e):
+                raise
+            return self.db.read(query("ketrag.seed_entities_by_name"), **args)
 
     def _keyword(
         self, vector: list[float], p: KETRAGParams, budget: int, taken: set[str]
