@@ -162,6 +162,7 @@ def test_ketrag_profile_extracts_only_core_chunks(
     n_chunks = graph.read_one("MATCH (c:Chunk) RETURN count(c) AS n")["n"]
     assert len(core) == 2 == report.ketrag["core_chunks"] and n_chunks == 5  # ceil(0.4 * 5)
     assert report.ketrag["llm_calls_saved"] == 3 and report.ketrag["prompt_tokens_saved"] > 0
+    assert (report.documents_new, report.documents_replaced) == (5, 0)  # a fresh corpus: five new documents
     assert fake_openai.calls_by_path.get("/v1/chat/completions", 0) == 2  # one extraction per core chunk
     with_relations = {
         r["id"] for r in graph.read("MATCH (c:Chunk)-[:HAS_RELATION|HAS_UNIT]->() RETURN DISTINCT c.id AS id")

@@ -47,4 +47,8 @@ def ingest_ketrag_profile(
         "prompt_tokens_saved": prompt_tokens,
     }
     report.errors = first.errors + report.errors
+    # the second pass rewrites what the first wrote: what happened to the caller's documents is the first's
+    report.documents_new = first.documents_new
+    report.documents_replaced = first.documents_replaced
+    report.documents_unchanged = first.documents_unchanged
     return report
