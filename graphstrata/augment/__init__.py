@@ -44,6 +44,33 @@ class StageReport(BaseModel):
     notes: dict[str, Any] = Field(default_factory=dict)
 
 
+def refresh_text_vectors(
+    ctx: AugmentContext,
+    texts: list[tuple[str, str | None, str | None]],
+    kind: str,
+    write: str,
+    clear: str,
+    label: str,
+) -> tuple[int, int]:
+    """Keep a vector per node in step with a text derived from it: ``texts`` holds (node id, its text
+    now or None, the key of the text its vector was last computed from). Embeds the nodes whose key
+    differs from ``hid(kind, text)`` and writes them with ``write`` (rows: id, embedding, key); clears
+    with ``clear`` (ids) the vectors of nodes that no longer have a text; ``label`` names the progress
+    bar. Returns (embedded, cleared)."""
+    from graphstrata.cypher import query
+    from graphstrata.text.names import hid
+
+    todo = [(i, text, hid(kind, text)) for i, text, key in texts if text is not None and key != hid(kind, text)]
+    stale = [i for i, text, key in texts if text is None and key is not None]
+    with ctx.tracker.stage(label, len(todo)) as advance:
+        vectors = ctx.embedder.embed([t for _, t, _ in todo], advance) if todo else []
+    rows = [{"id": i, "embedding": v.tolist(), "key": k} for (i, _, k), v in zip(todo, vectors, strict=True)]
+    ctx.db.write_batches(query(write), rows, batch_size=500)
+    if stale:
+        ctx.db.write(query(clear), ids=stale)
+    return len(rows), len(stale)
+
+
 StageFn = Callable[[AugmentContext], StageReport]
 STAGES: dict[str, StageFn] = {}
 _RANK: dict[str, int] = {}

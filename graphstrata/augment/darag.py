@@ -4,9 +4,8 @@ the knowledge graph joins an entity extracted from c_i to one extracted from c_j
 
 from __future__ import annotations
 
-from graphstrata.augment import AugmentContext, StageReport, stage
+from graphstrata.augment import AugmentContext, StageReport, refresh_text_vectors, stage
 from graphstrata.cypher import query
-from graphstrata.text.names import hid
 
 
 def attribute_text(title: str | None, description: str | None) -> str | None:
@@ -20,27 +19,18 @@ def darag_chunk_attributes(ctx: AugmentContext) -> StageReport:
     """Embeds the title + description of chunks whose text for it changed since the last run; a chunk
     with neither (no extraction, or your own triples) keeps none, and DA-RAG uses its text's vector."""
     rows = ctx.db.read(query("augment.chunk_attribute_state"))
-    todo, stale = [], []
-    for r in rows:
-        text = attribute_text(r["title"], r["description"])
-        if text is None:
-            if r["key"] is not None:
-                stale.append(r["id"])
-        elif r["key"] != hid("attribute", text):
-            todo.append((r["id"], text))
-    with ctx.tracker.stage("chunk attributes", len(todo)) as advance:
-        vectors = ctx.embedder.embed([t for _, t in todo], advance) if todo else []
-    out = [
-        {"id": cid, "embedding": v.tolist(), "key": hid("attribute", text)}
-        for (cid, text), v in zip(todo, vectors, strict=True)
-    ]
-    ctx.db.write_batches(query("augment.write_chunk_attributes"), out, batch_size=500)
-    if stale:
-        ctx.db.write(query("augment.clear_chunk_attributes"), ids=stale)
-    with_attribute = sum(attribute_text(r["title"], r["description"]) is not None for r in rows)
+    texts = [(r["id"], attribute_text(r["title"], r["description"]), r["key"]) for r in rows]
+    embedded, cleared = refresh_text_vectors(
+        ctx, texts, "attribute", "augment.write_chunk_attributes", "augment.clear_chunk_attributes", "chunk attributes"
+    )
     return StageReport(
         stage="darag_chunk_attributes",
-        counts={"chunks": len(rows), "with_attribute": with_attribute, "embedded": len(out), "cleared": len(stale)},
+        counts={
+            "chunks": len(rows),
+            "with_attribute": sum(t is not None for _, t, _ in texts),
+            "embedded": embedded,
+            "cleared": cleared,
+        },
     )
 
 
