@@ -15,8 +15,9 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +25,8 @@ import scipy.sparse as sp
 from graphstrata.algorithms.ppr import personalized_pagerank, transition_matrix
 from graphstrata.cypher import query
 from graphstrata.db import Database
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -102,9 +105,24 @@ def graph_version(db: Database) -> Any:
     return db.read_one(query("meta.version"))["version"]
 
 
-# (database connection, graph name) -> its graph; one lock per name so concurrent questions wait for one read
-_GRAPHS: weakref.WeakKeyDictionary[Database, dict[str, WalkGraph]] = weakref.WeakKeyDictionary()
+# (database connection, name) -> (version, what was read); one lock per name so concurrent
+# questions wait for one read
+_CACHE: weakref.WeakKeyDictionary[Database, dict[str, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 _LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+
+
+def read_once(db: Database, name: str, version: Any, load: Callable[[], T]) -> tuple[T, bool]:
+    """What ``load()`` reads from the store, kept per connection under ``name`` while the graph's
+    ``version`` holds (the one place query-time in-memory copies of the graph are cached), and
+    whether it was already there. ``version`` must be read before ``load`` runs: a write during the
+    read then makes the next question read again."""
+    with _LOCKS[name]:
+        have = _CACHE.get(db, {}).get(name)
+        if have is not None and have[0] == version:
+            return have[1], True
+        value = load()
+        _CACHE.setdefault(db, {})[name] = (version, value)
+        return value, False
 
 
 def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph, bool]:
@@ -112,11 +130,8 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
     at the store's current `version` (read here when not given), and whether it was already loaded."""
     if version is None:
         version = graph_version(db)
-    with _LOCKS[name]:
-        have = _GRAPHS.get(db, {}).get(name)
-        if have is not None and have.version == version:
-            return have, True
-        # `version` was read before the graph: a write during the read makes the next question read again
+
+    def load() -> WalkGraph:
         nodes = db.read(query(f"{name}_nodes"))
         ids = [r["id"] for r in nodes]
         index = {i: n for n, i in enumerate(ids)}
@@ -125,7 +140,7 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
             for r in db.read(query(f"{name}_edges"))
             if r["a"] in index and r["b"] in index  # a node written after the node list waits for the next read
         ]
-        g = WalkGraph(
+        return WalkGraph(
             ids=ids,
             labels=np.array([r["label"] for r in nodes], dtype=object),
             own_text=np.array([bool(r.get("own_text")) for r in nodes], dtype=bool),
@@ -135,5 +150,5 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
             version=version,
             index=index,
         )
-        _GRAPHS.setdefault(db, {})[name] = g
-        return g, False
+
+    return read_once(db, f"walk:{name}", version, load)

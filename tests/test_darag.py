@@ -398,10 +398,13 @@ def test_greedy_pack() -> None:
     assert greedy_pack([], [], 10) == []
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_eacs_on_random_graphs(seed: int) -> None:
     rng = np.random.default_rng(seed)
     g = nx.gnp_random_graph(int(rng.integers(12, 40)), float(rng.uniform(0.15, 0.5)), seed=seed)
+    if seed >= 12:  # many components: eacs skips those that cannot win, q_peel peels them all
+        parts = [nx.gnp_random_graph(int(rng.integers(5, 15)), 0.6, seed=seed + i) for i in range(8)]
+        g = nx.disjoint_union_all([g, *parts])
     edges = np.array(list(g.edges()), dtype=np.int64).reshape(-1, 2)
     emb = rng.normal(size=(g.number_of_nodes(), 8))
     q = rng.normal(size=8)
@@ -437,8 +440,24 @@ def corpus(db: Database, neo4j_settings: Settings):
     wipe(db)
     gs = GraphStrata(neo4j_settings, db=db)
     gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
+    gs.ingest_texts(EXTRA, IngestOptions(extractor="spacy"))  # more chunks than the old 50-chunk range
     gs.augment(["entity_similarity", "darag_chunk_edges"])
     return gs
+
+
+EXTRA = [
+    (f"{river} (river)", f"The {river} flows through {a} and {b}. {a} and {b} trade along the {river}.")
+    for river, a, b in [
+        ("Danube", "Vienna", "Budapest"),
+        ("Rhine", "Basel", "Cologne"),
+        ("Elbe", "Dresden", "Hamburg"),
+        ("Oder", "Wroclaw", "Szczecin"),
+        ("Vistula", "Krakow", "Warsaw"),
+        ("Moselle", "Metz", "Koblenz"),
+        ("Main", "Frankfurt", "Wurzburg"),
+        ("Neckar", "Stuttgart", "Heidelberg"),
+    ]
+]
 
 
 QUESTIONS = [
@@ -461,6 +480,38 @@ def test_real_corpus_communities_are_valid(corpus: Any, question: str) -> None:
         assert set(item.chunk_ids) <= hc  # every context item maps back to chunks of H_C
     if not n["coarse"]["fallback"]:
         assert any(c["layer"] == "chunk" and c["selected"] and set(c["nodes"]) == hc for c in n["communities"])
+
+
+def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
+    """§4: the chunk community H_C is the best Q-Peel community of all of L_C — checked against
+    networkx's k-truss and a literal reading of Algorithm 1 on the layer read with plain Cypher."""
+    from tests.test_ktruss import literal_q_peel
+
+    rows = corpus.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.embedding AS e ORDER BY c.id")
+    ids = [r["id"] for r in rows]
+    emb = np.array([r["e"] for r in rows])
+    pos = {c: i for i, c in enumerate(ids)}
+    layer = nx.Graph(
+        (pos[r["a"]], pos[r["b"]])
+        for r in corpus.db.read("MATCH (a:Chunk)-[:CHUNK_RELATED]->(b:Chunk) RETURN a.id AS a, b.id AS b")
+    )
+    assert len(ids) > 50  # more than the old 50-chunk search range
+    for question in QUESTIONS:
+        r = corpus.retrieve(question, "darag", chunk_attribute="text", budget=2000)
+        coarse = r.notes["coarse"]
+        assert coarse["candidates"] == len(ids)
+        q = np.asarray(corpus.embedder.embed([question])[0], dtype=np.float64)
+        best: tuple[float, int, list[int]] | None = None
+        for k in range(3, 7):
+            truss = nx.k_truss(layer, k)
+            for comp in nx.connected_components(truss):
+                nodes = literal_q_peel(nx.Graph(truss.subgraph(comp)), emb, q, k)
+                score = float(np.mean(emb[nodes] @ q / (np.linalg.norm(emb[nodes], axis=1) * np.linalg.norm(q))))
+                if best is None or (score, k) > best[:2]:
+                    best = (score, k, nodes)
+        assert best is not None, "the sample layer has a 3-truss"
+        assert not coarse["fallback"] and coarse["k"] == best[1]
+        assert sorted(coarse["chunks"]) == sorted(ids[i] for i in best[2])
 
 
 def test_chunk_attribute_is_the_embedding_of_title_and_description(gs: Any) -> None:

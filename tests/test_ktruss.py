@@ -503,3 +503,69 @@ def test_q_peel_k2_removes_a_leaf_but_not_a_cut_vertex() -> None:
     assert c.nodes.tolist() == [1, 2, 3, 4]
     assert (c.diameter, c.k) == (3, 2)
     check_community(c, nx.Graph(edges), emb, np.array([1.0, 0, 0, 0]), 2)
+
+
+def literal_q_peel(G: nx.Graph, emb: np.ndarray, q: np.ndarray, k: int) -> list[int]:
+    """Algorithm 1, lines 6-11, read literally with networkx: after every removal sort S again and
+    scan from the least relevant node; remove the first x whose removal raises QRScore and leaves a
+    connected k-truss; stop when the QRScore test fails or the scan ends."""
+    S = set(G.nodes())
+    sims = dict(zip(G.nodes(), cosine_similarities(emb[list(G.nodes())], q).tolist(), strict=True))
+    while len(S) >= 2:
+        total = sum(sims[v] for v in S)
+        removed = False
+        for x in sorted(S, key=lambda v: (sims[v], v)):
+            rest = S - {x}
+            if not sum(sims[v] for v in rest) / len(rest) > total / len(S) + 1e-12:
+                break
+            if nx_is_connected_k_truss(nx.Graph(G.subgraph(rest)), k):
+                S, removed = rest, True
+                break
+        if not removed:
+            break
+    return sorted(S)
+
+
+def glued_cliques(rng: np.random.Generator) -> nx.Graph:
+    """Cliques of 3-7 nodes, chained through shared nodes: cut vertices everywhere."""
+    G, last = nx.Graph(), None
+    for _ in range(int(rng.integers(3, 7))):
+        start = G.number_of_nodes()
+        members = list(range(start, start + int(rng.integers(3, 8))))
+        G.add_edges_from(itertools.combinations(members, 2))
+        if last is not None:
+            G = nx.relabel_nodes(G, {members[0]: last})
+        last = members[-1]
+    return nx.convert_node_labels_to_integers(G)
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sets"])
+@pytest.mark.parametrize("seed", range(40))
+def test_q_peel_equals_the_literal_algorithm(seed: int, dense: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Q-Peel skips nodes whose last failed check still holds; the literal loop re-checks everything
+    # after every removal. Both must remove the same nodes, on trusses with and without cut vertices,
+    # with the dense-matrix state (components up to DENSE_LIMIT nodes) and the adjacency-set state.
+    from graphstrata.algorithms import qpeel
+
+    monkeypatch.setattr(qpeel, "DENSE_LIMIT", 10**6 if dense else 0)
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 6))
+    kind = seed % 3
+    if kind == 0:
+        G = nx.powerlaw_cluster_graph(int(rng.integers(30, 90)), 5, 0.8, seed=seed)
+    elif kind == 1:
+        G = glued_cliques(rng)
+        k = min(k, 3)
+    else:
+        G = nx.gnp_random_graph(int(rng.integers(15, 45)), float(rng.uniform(0.2, 0.6)), seed=seed)
+    dim = 6
+    emb = rng.normal(size=(G.number_of_nodes(), dim))
+    q = rng.normal(size=dim)
+    truss = nx.k_truss(G, k)
+    comps = [c for c in nx.connected_components(truss) if len(c) > 1]
+    if not comps:
+        pytest.skip("no k-truss")
+    for comp in comps:
+        H = nx.Graph(truss.subgraph(comp))
+        c = q_peel_component(edge_array(H), emb, q, k)
+        assert c.nodes.tolist() == literal_q_peel(H, emb, q, k)

@@ -2,7 +2,8 @@
 of DA-RAG ("Dynamic Attributed Community Search for Retrieval-Augmented Generation", Zeng et al.,
 WWW '26; docs/methods.md): pure numpy / Python, no database.
 
-- :func:`eacs`: Q-Peel (DA-RAG Algorithm 1) for every k of a range, one truss decomposition for all.
+- :class:`TrussIndex`, :func:`eacs`: Q-Peel (DA-RAG Algorithm 1) for every k of a range, one truss
+  decomposition for all (kept per graph, reused by every query).
 - :func:`pairwise_similarity`, :func:`density_bound`, :func:`diameter_bound`: Appendix B.3's
   average pairwise similarity and Appendix A.1/A.2's bounds on a k-truss community.
 - :func:`greedy_pack`: §5.1's greedy report packing under the budget C_b.
@@ -15,41 +16,71 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from graphstrata.algorithms.ktruss import connected_components, simplify_edges, truss_decomposition
-from graphstrata.algorithms.qpeel import Community, q_peel_component
+from graphstrata.algorithms.ktruss import IntArray, connected_components, simplify_edges, truss_decomposition
+from graphstrata.algorithms.qpeel import Community, cosine_similarities, q_peel_component
 from graphstrata.text.tokens import fit
 
 
+class TrussIndex:
+    """The query-independent half of Algorithm 1 for one graph: its truss decomposition (line 3's
+    T_k for every k at once) and, per k, the connected components of T_k (line 4), made on first
+    use and kept. Build it once per graph and pass it to :func:`eacs` for every query."""
+
+    def __init__(self, edges: npt.ArrayLike) -> None:
+        self.edges = simplify_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2)).edges()
+        self.truss = truss_decomposition(self.edges) if self.edges.size else np.zeros(0, dtype=np.int64)
+        self.top = int(self.truss.max()) if self.truss.size else 0
+        self._components: dict[int, list[tuple[IntArray, IntArray]]] = {}
+
+    def components(self, k: int) -> list[tuple[IntArray, IntArray]]:
+        """The connected components of T_k as (nodes, edges), largest first."""
+        if k not in self._components:
+            tk = self.edges[self.truss >= k]
+            out = []
+            for nodes in connected_components(tk):
+                inside = np.isin(tk[:, 0], nodes)  # an edge of T_k lies in the component of either end
+                out.append((nodes, tk[inside]))
+            self._components[k] = out
+        return self._components[k]
+
+
 def eacs(
-    edges: npt.ArrayLike, embeddings: npt.ArrayLike, q: npt.ArrayLike, ks: range | list[int]
+    graph: npt.ArrayLike | TrussIndex, embeddings: npt.ArrayLike, q: npt.ArrayLike, ks: range | list[int]
 ) -> tuple[list[Community], int]:
-    """Q-Peel (Algorithm 1) for every k of ``ks`` on the graph ``edges`` (local node ids indexing the
-    rows of ``embeddings``): the best community per k, ascending k (a k without a k-truss has none),
-    and the graph's largest truss number.
+    """Q-Peel (Algorithm 1) for every k of ``ks`` on ``graph`` (an edge list of local node ids
+    indexing the rows of ``embeddings``, or its :class:`TrussIndex`): the best community per k,
+    ascending k (a k without a k-truss has none), and the graph's largest truss number.
 
     The same as :func:`~graphstrata.algorithms.qpeel.q_peel` per k, but one truss decomposition
     serves every k (the maximal k-truss T_k is the edges of truss number >= k, line 3), and each
     connected component of T_k (line 4) goes to ``q_peel_component`` (lines 5-11) as is. Line 12:
-    the first component in ``connected_components`` order (largest first) wins ties."""
-    arr = simplify_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2)).edges()
-    if arr.size == 0:
+    the first component in ``connected_components`` order (largest first) wins ties.
+
+    A component is skipped when it cannot win: Q-Peel returns a connected k-truss, which has at
+    least k nodes, so its QRScore is at most the mean of the component's k highest cosines. The
+    components are peeled in the order of that bound, so on a large graph most are never peeled
+    (the result is the same as peeling them all)."""
+    index = graph if isinstance(graph, TrussIndex) else TrussIndex(graph)
+    if index.top == 0:
         return [], 0
-    truss = truss_decomposition(arr)
-    top = int(truss.max())
+    cos = cosine_similarities(embeddings, q)
     out = []
     for k in sorted(ks):
-        if k > top:
+        if k > index.top:
             break
-        tk = arr[truss >= k]
+        components = index.components(k)
+        bounds = [float(np.sort(cos[nodes])[-k:].mean()) for nodes, _ in components]
         best: Community | None = None
-        for nodes in connected_components(tk):
-            inside = np.isin(tk[:, 0], nodes)  # an edge of T_k lies in the component of either end
-            community = q_peel_component(tk[inside], embeddings, q, k)
-            if best is None or best.qrscore < community.qrscore:
-                best = community
+        best_at = -1
+        for i in sorted(range(len(components)), key=lambda i: (-bounds[i], i)):
+            if best is not None and (bounds[i] < best.qrscore or (bounds[i] == best.qrscore and i > best_at)):
+                break  # the bounds only fall from here: no later component can win either
+            community = q_peel_component(components[i][1], embeddings, q, k)
+            if best is None or (community.qrscore, -i) > (best.qrscore, -best_at):
+                best, best_at = community, i
         if best is not None:
             out.append(best)
-    return out, top
+    return out, index.top
 
 
 def pairwise_similarity(embeddings: npt.ArrayLike) -> float:

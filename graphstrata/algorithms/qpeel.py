@@ -28,6 +28,7 @@ Reading of Algorithm 1 used here (all choices are the paper's unless marked):
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Sized
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
+from scipy.sparse import csgraph
 
 from graphstrata.algorithms.ktruss import (
     IntArray,
@@ -131,36 +134,26 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
     only between members of ``nodes`` — B.3's ``max d_G(u, v)`` over ``u, v`` in ``V_H``.
     """
     g = simplify_edges(edges)
-    adj: list[list[int]] = [[] for _ in range(g.n_nodes)]
-    for a, b in zip(g.u.tolist(), g.v.tolist(), strict=True):
-        adj[a].append(b)
-        adj[b].append(a)
+    if g.n_nodes == 0:
+        return 0
+    graph = sp.coo_matrix((np.ones(g.u.size), (g.u, g.v)), shape=(g.n_nodes, g.n_nodes)).tocsr()
     if nodes is None:
-        sources = range(g.n_nodes)
-        is_target = [True] * g.n_nodes
+        sources = np.arange(g.n_nodes)
+        targets = None
     else:
         wanted = np.unique(np.asarray(nodes, dtype=np.int64))
         pos = np.searchsorted(g.nodes, wanted)
         present = pos < g.n_nodes
         present[present] = g.nodes[pos[present]] == wanted[present]
-        sources = pos[present].tolist()  # members absent from the graph are unreachable: ignored
-        is_target = [False] * g.n_nodes
-        for s in sources:
-            is_target[s] = True
+        sources = targets = pos[present]  # members absent from the graph are unreachable: ignored
     best = 0
-    for s in sources:
-        dist = [-1] * g.n_nodes
-        dist[s] = 0
-        queue = deque([s])
-        while queue:
-            x = queue.popleft()
-            dx = dist[x] + 1
-            for y in adj[x]:
-                if dist[y] < 0:
-                    dist[y] = dx
-                    queue.append(y)
-                    if is_target[y] and dx > best:
-                        best = dx
+    for start in range(0, sources.size, 256):  # BFS from 256 sources at a time: bounded memory
+        dist = csgraph.shortest_path(graph, directed=False, unweighted=True, indices=sources[start : start + 256])
+        if targets is not None:
+            dist = dist[:, targets]
+        finite = dist[np.isfinite(dist)]
+        if finite.size:
+            best = max(best, int(finite.max()))
     return best
 
 
@@ -170,7 +163,15 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
 
 
 class _PeelState:
-    """The working subgraph G[S] of one component: adjacency sets and per-edge triangle support."""
+    """The working subgraph G[S] of one component: adjacency sets and per-edge triangle support.
+
+    A node whose removal was found invalid keeps a *witness*: two alive nodes ``(a, b)`` whose
+    presence alone proves the removal is still invalid.  Either ``(a, b)`` is an edge in a triangle
+    with ``x`` whose support is at most ``k - 2`` (supports only fall as nodes go, so removing ``x``
+    still breaks the truss), or ``a`` and ``b`` are neighbours of ``x`` in different pieces of
+    ``G[S] - x`` (removing nodes never joins pieces, so ``x`` stays a cut vertex).  A node is looked
+    at again only once a node of its witness is removed (Appendix A.5's O(t) check is then re-run).
+    """
 
     def __init__(self, n: int, u: IntArray, v: IntArray, k: int) -> None:
         self.k = k
@@ -184,23 +185,22 @@ class _PeelState:
         self.alive = [True] * n
         self.size = n
         self.n_edges = len(self.support)
+        self.watchers: list[list[int]] = [[] for _ in range(n)]  # y -> nodes whose witness holds y
 
     def is_connected_k_truss(self) -> bool:
         return (
             self.n_edges > 0
             and all(s >= self.k - 2 for s in self.support.values())
-            and self._reached_all(start=0, skip=-1, expected=self.size)
+            and len(self._reach(0, skip=-1)) == self.size
         )
 
-    def _reached_all(self, start: int, skip: int, expected: int, stop_when: set[int] | None = None) -> bool:
-        """BFS over alive nodes (never entering ``skip``); True iff ``expected`` nodes are reached,
-        or earlier, as soon as every node of ``stop_when`` has been reached."""
+    def _reach(self, start: int, skip: int, stop_when: set[int] | None = None) -> set[int]:
+        """BFS over alive nodes (never entering ``skip``): the nodes reached — all of them, or fewer
+        once every node of ``stop_when`` has been reached."""
         seen = {start}
         queue = deque([start])
         pending = set(stop_when) - seen if stop_when is not None else None
-        if pending is not None and not pending:
-            return True
-        while queue:
+        while queue and (pending is None or pending):
             x = queue.popleft()
             for y in self.adj[x]:
                 if y != skip and y not in seen:
@@ -208,26 +208,43 @@ class _PeelState:
                     queue.append(y)
                     if pending is not None:
                         pending.discard(y)
-                        if not pending:
-                            return True
-        return len(seen) == expected
+        return seen
 
-    def can_remove(self, x: int) -> bool:
-        """The structural half of IsValidImprovement: is G[S \\ {x}] still a connected k-truss?"""
+    def blocker(self, x: int) -> tuple[int, int] | None:
+        """The structural half of IsValidImprovement: None if G[S \\ {x}] is still a connected
+        k-truss, else a witness ``(a, b)`` (see the class docstring); ``(x, x)`` when only an
+        edgeless remainder would be left."""
         nbrs = self.adj[x]
         if self.n_edges - len(nbrs) == 0:
-            return False  # an edgeless remainder is not a community
+            return (x, x)  # an edgeless remainder is not a community, and stays so
         # Each edge (a, b) between two neighbours of x loses exactly the triangle (x, a, b).
+        local: dict[int, set[int]] = {}
         for a in nbrs:
-            for b in self.adj[a] & nbrs:
+            local[a] = common = self.adj[a] & nbrs
+            for b in common:
                 if a < b and self.support[(a, b)] - 1 < self.k - 2:
-                    return False
-        # G - x splits into pieces that each contain a neighbour of x, so it is connected iff one
-        # BFS from a neighbour reaches all the others.
+                    return (a, b)
+        # G - x splits into pieces that each hold a neighbour of x: if the neighbours are connected
+        # among themselves G - x is connected; otherwise one BFS in G - x decides.
         start = next(iter(nbrs))
-        return self._reached_all(start=start, skip=x, expected=self.size - 1, stop_when=nbrs)
+        seen = {start}
+        stack = [start]
+        while stack:
+            for b in local[stack.pop()]:
+                if b not in seen:
+                    seen.add(b)
+                    stack.append(b)
+        if len(seen) == len(nbrs):
+            return None
+        reached = self._reach(start, skip=x, stop_when=nbrs)
+        cut_off = next((b for b in nbrs if b not in reached), None)
+        return None if cut_off is None else (start, cut_off)
 
-    def remove(self, x: int) -> None:
+    def can_remove(self, x: int) -> bool:
+        return self.blocker(x) is None
+
+    def remove(self, x: int) -> list[int]:
+        """Remove ``x``; the nodes whose witness it was (they must be checked again)."""
         nbrs = self.adj[x]
         for a in nbrs:
             for b in self.adj[a] & nbrs:
@@ -240,6 +257,79 @@ class _PeelState:
         self.adj[x] = set()
         self.alive[x] = False
         self.size -= 1
+        freed, self.watchers[x] = self.watchers[x], []
+        return freed
+
+
+class _DensePeelState:
+    """:class:`_PeelState` on dense numpy matrices (adjacency and support), for components of up to
+    ``DENSE_LIMIT`` nodes: the same checks and witnesses, each a few array operations over the
+    removed node's neighbourhood instead of a Python loop over its triangles."""
+
+    def __init__(self, n: int, u: IntArray, v: IntArray, k: int) -> None:
+        self.k = k
+        self.adj = np.zeros((n, n), dtype=bool)
+        self.adj[u, v] = self.adj[v, u] = True
+        a = sp.csr_matrix(self.adj, dtype=np.int32)
+        self.support = (a @ a).multiply(a).toarray()  # common neighbours of every edge's ends
+        self.alive = np.ones(n, dtype=bool)
+        self.size = n
+        self.n_edges = int(u.size)
+        self.watchers: list[list[int]] = [[] for _ in range(n)]
+
+    def is_connected_k_truss(self) -> bool:
+        return (
+            self.n_edges > 0
+            and bool((self.support[self.adj] >= self.k - 2).all())
+            and bool(self._reach(self.adj, 0).all())
+        )
+
+    @staticmethod
+    def _reach(adj: np.ndarray, start: int) -> np.ndarray:
+        """Which nodes of the graph ``adj`` a BFS from ``start`` reaches (isolated dead nodes: no)."""
+        seen = np.zeros(adj.shape[0], dtype=bool)
+        seen[start] = True
+        frontier = seen.copy()
+        while frontier.any():
+            frontier = adj[frontier].any(axis=0) & ~seen
+            seen |= frontier
+        return seen
+
+    def blocker(self, x: int) -> tuple[int, int] | None:
+        nbrs = np.flatnonzero(self.adj[x])
+        if self.n_edges - nbrs.size == 0:
+            return (x, x)
+        # x is a common neighbour of any two of its neighbours: they are joined iff their support > 0
+        block = self.support[np.ix_(nbrs, nbrs)]
+        local = block > 0
+        critical = np.argwhere(local & (block <= self.k - 2))
+        if critical.size:
+            return (int(nbrs[critical[0, 0]]), int(nbrs[critical[0, 1]]))
+        if self._reach(local, 0).all():
+            return None
+        rest = self.adj.copy()
+        rest[x] = rest[:, x] = False
+        cut_off = nbrs[~self._reach(rest, int(nbrs[0]))[nbrs]]
+        return None if cut_off.size == 0 else (int(nbrs[0]), int(cut_off[0]))
+
+    def can_remove(self, x: int) -> bool:
+        return self.blocker(x) is None
+
+    def remove(self, x: int) -> list[int]:
+        nbrs = np.flatnonzero(self.adj[x])
+        block = np.ix_(nbrs, nbrs)
+        support = self.support[block]
+        self.support[block] = support - (support > 0)  # each edge among them loses the triangle with x
+        self.adj[x, nbrs] = self.adj[nbrs, x] = False
+        self.support[x, nbrs] = self.support[nbrs, x] = 0
+        self.n_edges -= nbrs.size
+        self.alive[x] = False
+        self.size -= 1
+        freed, self.watchers[x] = self.watchers[x], []
+        return freed
+
+
+DENSE_LIMIT = 4000  # nodes; a dense state of n nodes holds 5 n^2 bytes (80 MB at the limit)
 
 
 def _embedding_rows(embeddings: npt.ArrayLike, nodes: IntArray) -> FloatArray:
@@ -272,7 +362,7 @@ def q_peel_component(edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt
     if k < 2:
         raise ValueError("k must be >= 2")
     g = simplify_edges(edges)
-    state = _PeelState(g.n_nodes, g.u, g.v, k)
+    state = (_DensePeelState if g.n_nodes <= DENSE_LIMIT else _PeelState)(g.n_nodes, g.u, g.v, k)
     if not state.is_connected_k_truss():
         raise ValueError(f"the component is not a connected {k}-truss")
     sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
@@ -280,22 +370,33 @@ def q_peel_component(edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt
     sim = sims.tolist()
     total = float(sims.sum())
 
-    updated = True
-    while updated:
-        updated = False
-        mean = total / state.size
-        for x in order:
-            if not state.alive[x]:
-                continue
-            # QRScore(S \ {x}) > QRScore(S)  <=>  cos(x) < mean.  The order is ascending, so once a
-            # node fails this test every later one does too.
-            if state.size < 2 or not (total - sim[x]) / (state.size - 1) > mean:
-                break
-            if state.can_remove(x):
-                state.remove(x)
-                total -= sim[x]
-                updated = True
-                break
+    # Algorithm 1, lines 6-11: after every removal the scan restarts from the least relevant node.
+    # A node with a live witness would fail IsValidImprovement again, so the restarted scan only has
+    # to visit the others: ``pending`` holds them by their position in ``order`` (same removals, same
+    # result as the literal loop, without re-checking every blocked node after each removal).
+    position = {x: i for i, x in enumerate(order)}
+    pending = list(range(len(order)))  # a heap of positions; already sorted
+    queued = [True] * len(order)
+    while pending and state.size >= 2:
+        x = order[pending[0]]
+        if not state.alive[x]:
+            queued[heapq.heappop(pending)] = False
+            continue
+        # QRScore(S \ {x}) > QRScore(S)  <=>  cos(x) < mean.  The order is ascending, so once the
+        # first unblocked node fails this test every later one does too (and blocked ones fail anyway).
+        if not (total - sim[x]) / (state.size - 1) > total / state.size:
+            break
+        queued[heapq.heappop(pending)] = False
+        witness = state.blocker(x)
+        if witness is None:
+            total -= sim[x]
+            for w in state.remove(x):
+                if state.alive[w] and not queued[position[w]]:
+                    queued[position[w]] = True
+                    heapq.heappush(pending, position[w])
+        else:
+            for y in set(witness):
+                state.watchers[y].append(x)
 
     keep = np.asarray(state.alive, dtype=bool)
     kept_edges = keep[g.u] & keep[g.v]

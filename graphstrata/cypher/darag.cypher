@@ -2,24 +2,6 @@
 // embedding-attributed community searches (EACS, §4–5 of the paper) run on, each fetched by one
 // query. The k-truss decomposition and Q-Peel themselves run in Python (graphstrata/algorithms/).
 
-// name: coarse_candidates
-// §4 Coarse-grained retrieval, its search range on the Semantic Chunk Layer L_C: the top-$n chunks
-// by cosine to the query embedding $vector (vector index chunk_embedding, score = (1 + cos) / 2),
-// best first, each with its text, its attribute vector (title + description, when augment made one)
-// and its CHUNK_RELATED neighbours among these $n chunks, so the
-// rows together hold the induced chunk-layer subgraph (every edge listed once, from its start node).
-CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
-WHERE node.id IS NOT NULL
-WITH node, score ORDER BY score DESC LIMIT $n
-WITH collect(node) AS cs, collect(score) AS scores
-UNWIND range(0, size(cs) - 1) AS i
-WITH cs, cs[i] AS c, scores[i] AS score
-RETURN c.id AS id, score, c.embedding AS embedding, c.attribute_embedding AS attribute, c.text AS text,
-       c.doc_title AS doc_title,
-       c.title AS title, c.description AS description,
-       [(c)-[:CHUNK_RELATED]->(d:Chunk) WHERE d IN cs AND d.id IS NOT NULL | d.id] AS related
-ORDER BY score DESC;
-
 // name: working_subgraph
 // §4 Working subgraph construction: V_work = the entities linked (MENTIONS, the inter-layer links
 // E_inter) to the chunks $chunks of the chunk community H_C, one row per entity with the chunks of
@@ -50,3 +32,20 @@ RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description,
          WITH f, s ORDER BY s.score DESC, f.id LIMIT $k_neighbor
          RETURN {b: f.id, score: s.score} AS sim
        } AS similar;
+
+// name: chunk_layer_nodes
+// The Semantic Chunk Layer L_C for graphstrata/retrieval/darag_layers.py (read once per graph
+// version): every chunk with its text embedding and its attribute (title + description embedding,
+// null until augment's darag_chunk_attributes made one).
+MATCH (c:Chunk) WHERE c.id IS NOT NULL AND c.embedding IS NOT NULL
+RETURN c.id AS id, c.embedding AS embedding, c.attribute_embedding AS attribute;
+
+// name: chunk_layer_edges
+// E_intra^C: the CHUNK_RELATED edges (augment stage darag_chunk_edges; each pair stored once).
+MATCH (a:Chunk)-[:CHUNK_RELATED]->(b:Chunk) WHERE a.id IS NOT NULL AND b.id IS NOT NULL
+RETURN a.id AS a, b.id AS b;
+
+// name: chunks
+// The chunks $ids with what the context shows of them (a chunk deleted since the layer was read is absent).
+MATCH (c:Chunk) WHERE c.id IN $ids AND c.id IS NOT NULL
+RETURN c.id AS id, c.text AS text, c.doc_title AS doc_title;

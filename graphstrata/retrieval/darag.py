@@ -1,12 +1,12 @@
 """DA-RAG retrieval (Zeng et al., WWW '26, §4–5, Algorithm 1, Appendix A/B.3): coarse-to-fine
 embedding-attributed community search (EACS) over the three-layer index.
 
-1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the search range is the ``coarse_candidates``
-   chunks most similar to the query (vector index ``chunk_embedding``) with the ``CHUNK_RELATED``
-   edges among them (augment stage ``darag_chunk_edges``, §4.1). Truss decomposition + Q-Peel
-   (Algorithm 1) for k = k_min..k_max give one community per k; the one with the highest QRScore
-   (Eq. 1) is the chunk community H_C. If the range holds no k-truss, H_C falls back to the
-   ``chunk_k`` most similar chunks (``notes["coarse"]["fallback"]``).
+1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the whole layer — every chunk's attribute
+   (§4.1: the embedding of its title + description) and the ``CHUNK_RELATED`` edges of augment stage
+   ``darag_chunk_edges`` — held in memory per graph version with its truss decomposition. Q-Peel
+   (Algorithm 1) for k = k_min..k_max gives one community per k; the one with the highest QRScore
+   (Eq. 1) is the chunk community H_C. If the layer holds no k-truss, H_C falls back to the
+   ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
 2. **Working subgraph** (§4): V_work = the entities linked by ``MENTIONS`` to a chunk of H_C; the
    KG layer L_KG (``RELATED``) and the similarity layer L_S (``SIMILAR {kind: 'semantic'}``, the
    entity KNN of augment stage ``entity_similarity``) induced on V_work.
@@ -30,8 +30,9 @@ whole layer can only be shorter).
 
 Where the paper is silent (each choice is marked "ours" in the parameter descriptions):
 
-* The paper runs the coarse EACS on all of L_C; we restrict it to the ``coarse_candidates`` chunks
-  nearest the query, so Q-Peel (quadratic in the component size) stays interactive.
+* The coarse EACS searches all of L_C, as the paper does; ``coarse_candidates`` = N restricts it to
+  the N chunks nearest the query (ours, for very large layers). A layer with no k-truss has no H_C in
+  the paper; ours falls back to the nearest chunks.
 * §5.1 infers k per query with the LLM for the candidate communities that enter the context; the
   coarse community is an anchor, not context, so its k is chosen by QRScore (Q-Peel's own objective,
   line 12 of Algorithm 1, extended over k; ties go to the larger, more cohesive k) and costs no calls.
@@ -63,7 +64,6 @@ from graphstrata.retrieval.base import (
     RetrieverParams,
     Subgraph,
     Timer,
-    hnsw_candidates,
     register,
 )
 from graphstrata.retrieval.darag_layers import (
@@ -71,15 +71,17 @@ from graphstrata.retrieval.darag_layers import (
     REL_TYPE,
     Candidate,
     Layer,
-    build_chunk_graph,
+    LayerGraph,
     build_fine_graphs,
     community_chunks,
     community_note,
+    load_chunk_layer,
     make_candidate,
     relation_lines,
     render_community,
 )
 from graphstrata.text.tokens import count_tokens, truncate
+from graphstrata.walkgraph import graph_version
 
 REPORT_STAGE = "darag_report"
 PROMPT_TOKENS = 3000  # cap on the community description sent to the LLM
@@ -145,12 +147,12 @@ class DARAGParams(RetrieverParams):
         description="k of the chunk community H_C (§4 coarse retrieval); None: the k in k_min..k_max whose "
         "Q-Peel community has the highest QRScore (ours)",
     )
-    coarse_candidates: int = Field(
-        50,
+    coarse_candidates: int | None = Field(
+        None,
         ge=2,
-        le=1000,
-        description="search range of the coarse EACS: the top-N chunks by cosine to the query and the "
-        "CHUNK_RELATED edges among them (the paper searches all of L_C, §4; ours)",
+        description="search range of the coarse EACS: None searches all of L_C as the paper does (§4); N "
+        "restricts it to the N chunks most similar to the query (text embedding) and the CHUNK_RELATED edges "
+        "among them (ours: faster on a large layer, and the H_C it finds is nearer to plain dense retrieval)",
     )
     chunk_attribute: Literal["description", "text"] = Field(
         "description",
@@ -204,32 +206,25 @@ class DARAGRetriever(Retriever):
             q = np.asarray(self.embed_query(question), dtype=np.float64)
 
         # ---- 1. coarse EACS on the chunk layer ----------------------------------------------------
-        with t.stage("coarse_fetch"):
-            rows = self.db.read_plain(
-                query("darag.coarse_candidates"),
-                n=p.coarse_candidates,
-                candidates=hnsw_candidates(p.coarse_candidates),
-                vector=q.tolist(),
-            )
-        if not rows:
+        with t.stage("chunk_layer"):
+            layer, layer_cached = load_chunk_layer(self.db, graph_version(self.db))
+        if not layer.ids:
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
-        described = 0
-        if p.chunk_attribute == "description":
-            for r in rows:
-                if r["attribute"] is not None:
-                    r["embedding"] = r["attribute"]
-                    described += 1
         with t.stage("coarse_eacs"):
-            chunks = {r["id"]: r for r in rows}
-            chunk_graph = build_chunk_graph(rows, q.size)
-            chunk_cos = dict(zip(chunk_graph.ids, cosine_similarities(chunk_graph.emb, q).tolist(), strict=True))
-            found, top = eacs(chunk_graph.edges, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
+            text_cos = cosine_similarities(layer.text, q)
+            by_text = np.argsort(-text_cos, kind="stable")
+            members, truss = layer.search_range(by_text, p.coarse_candidates)
+            attribute = layer.attribute if p.chunk_attribute == "description" else layer.text
+            chunk_graph = LayerGraph([layer.ids[i] for i in members], attribute[members], truss.edges)
+            found, top = eacs(truss, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
             coarse = [make_candidate("chunk", c, chunk_graph) for c in found]
             coarse_notes: dict[str, Any] = {
-                "candidates": len(rows),
-                "edges": len(chunk_graph.edges),
+                "candidates": len(members),
+                "edges": len(truss.edges),
                 "max_truss": top,
-                "described": described,  # chunks whose attribute is their title + description
+                "layer_cached": layer_cached,
+                # chunks whose attribute is their title + description
+                "described": int(layer.described[members].sum()) if p.chunk_attribute == "description" else 0,
             }
             if coarse:
                 best = max(coarse, key=lambda c: (c.community.qrscore, c.community.k))
@@ -237,15 +232,21 @@ class DARAGRetriever(Retriever):
                 hc = list(best.members)
                 coarse_notes.update(fallback=False, k=best.community.k, qrscore=round(best.community.qrscore, 4))
             else:  # no k-truss in the search range: the most similar chunks stand in for H_C
-                hc = [r["id"] for r in rows[: p.chunk_k]]
+                in_range = set(members.tolist())
+                hc = [layer.ids[i] for i in by_text if i in in_range][: p.chunk_k]
                 coarse_notes.update(
                     fallback=True,
                     reason=f"no {ks[0] if not p.coarse_k else p.coarse_k}-truss among the "
-                    f"{len(rows)} chunks nearest the query; H_C = the top {len(hc)} chunks",
+                    f"{len(members)} chunks searched; H_C = the top {len(hc)} chunks",
                 )
+            position = {c: i for i, c in enumerate(chunk_graph.ids)}
+            cos_hc = cosine_similarities(chunk_graph.emb[[position[c] for c in hc]], q).tolist()
+            chunk_cos = dict(zip(hc, cos_hc, strict=True))
             hc.sort(key=lambda c: -chunk_cos[c])
             coarse_notes["size"] = len(hc)
             coarse_notes["chunks"] = hc
+        with t.stage("chunk_fetch"):
+            chunks = {r["id"]: r for r in self.db.read_plain(query("darag.chunks"), ids=hc)}
 
         # ---- 2. working subgraph: entities of H_C and the fine layers among them ------------------
         with t.stage("working_fetch"):
@@ -320,7 +321,7 @@ class DARAGRetriever(Retriever):
         )
         left = p.budget - sum(i.tokens for i in community_items)
         chunk_items: list[ContextItem] = []
-        for cid in hc[: p.chunk_k]:
+        for cid in [c for c in hc if c in chunks][: p.chunk_k]:
             r = chunks[cid]
             text = f"{r['doc_title']}\n{r['text']}" if r["doc_title"] else r["text"]
             item = ContextItem(

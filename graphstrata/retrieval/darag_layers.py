@@ -1,6 +1,7 @@
-"""DA-RAG's layers and communities as arrays (§4): the chunk layer and the two fine layers of a
-working subgraph as local-index edge lists with embeddings, the EACS communities found on them as
-candidates, and the extractive text of a community that its report (§5.1) starts from.
+"""DA-RAG's layers and communities as arrays (§4): the chunk layer (whole, in memory per graph
+version) and the two fine layers of a working subgraph as local-index edge lists with embeddings,
+the EACS communities found on them as candidates, and the extractive text of a community that its
+report (§5.1) starts from.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from graphstrata.algorithms.eacs import density_bound, diameter_bound, pairwise_similarity
+from graphstrata.algorithms.eacs import TrussIndex, density_bound, diameter_bound, pairwise_similarity
 from graphstrata.algorithms.qpeel import Community
+from graphstrata.cypher import query
+from graphstrata.db import Database
+from graphstrata.walkgraph import read_once
 
 Layer = Literal["kg", "similarity"]
 LAYER_TITLE = {"chunk": "Semantic chunk layer", "kg": "Knowledge graph layer", "similarity": "Similarity layer"}
@@ -86,12 +90,52 @@ def clip(text: str | None, limit: int = MAX_DESCRIPTION_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def build_chunk_graph(rows: list[dict], dim: int) -> LayerGraph:
-    ids = [r["id"] for r in rows]
-    index = {c: i for i, c in enumerate(ids)}
-    edges = [(index[r["id"]], index[d]) for r in rows for d in r["related"] if d in index]
-    emb = as_matrix([r["embedding"] for r in rows], dim)
-    return LayerGraph(ids, emb, np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+@dataclass(frozen=True)
+class ChunkLayer:
+    """The Semantic Chunk Layer L_C (§4.1) in memory: every chunk's text embedding, its attribute
+    (the embedding of its title + description; the text's where augment made none), the
+    CHUNK_RELATED edges, and their truss decomposition — read once per graph version and shared by
+    every question, so the coarse EACS can search the whole layer as the paper does."""
+
+    ids: list[str]
+    text: np.ndarray  # (n, dim)
+    attribute: np.ndarray  # (n, dim)
+    described: np.ndarray  # (n,) bool: the chunk has an attribute of its own
+    truss: TrussIndex
+
+    def search_range(self, order: np.ndarray, n: int | None) -> tuple[np.ndarray, TrussIndex]:
+        """The first ``n`` chunks of ``order`` and the truss index of the layer induced on them;
+        the whole layer (and its kept index) when ``n`` is None or covers it."""
+        if n is None or n >= len(self.ids):
+            return np.arange(len(self.ids)), self.truss
+        members = np.sort(order[:n])
+        edges = self.truss.edges
+        inside = np.isin(edges, members).all(axis=1)
+        return members, TrussIndex(np.searchsorted(members, edges[inside]))
+
+
+def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
+    """L_C at ``version`` (see :func:`graphstrata.walkgraph.read_once`), and whether it was cached."""
+
+    def load() -> ChunkLayer:
+        rows = db.read(query("darag.chunk_layer_nodes"))
+        ids = [r["id"] for r in rows]
+        dim = len(rows[0]["embedding"]) if rows else 0
+        text = as_matrix([r["embedding"] for r in rows], dim)
+        described = np.array([r["attribute"] is not None and len(r["attribute"]) == dim for r in rows], dtype=bool)
+        attribute = text.copy()
+        for i in np.flatnonzero(described):
+            attribute[i] = rows[i]["attribute"]
+        index = {c: i for i, c in enumerate(ids)}
+        edges = [
+            (index[r["a"]], index[r["b"]])
+            for r in db.read(query("darag.chunk_layer_edges"))
+            if r["a"] in index and r["b"] in index  # a chunk newer than the node list waits for the next read
+        ]
+        truss = TrussIndex(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+        return ChunkLayer(ids, text, attribute, described, truss)
+
+    return read_once(db, "darag:chunk_layer", version, load)
 
 
 def build_fine_graphs(ents: list[dict], dim: int, layers: list[Layer]) -> dict[str, LayerGraph]:
