@@ -79,7 +79,11 @@ VARIANTS = {
     "darag@paper": ("darag", {"budget": 4_800}),
     "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
     "darag@wide": ("darag", {"coarse_candidates": 1000}),  # coarse EACS over 1,000 chunks nearest the query
-    "darag@near50": ("darag", {"coarse_candidates": 50}),  # the coarse range of the defaults before (50 chunks)
+    "darag@near50": ("darag", {"coarse_candidates": 50}),
+    "darag@reports_first": (
+        "darag",
+        {"layout": "reports_first"},
+    ),  # the coarse range of the defaults before (50 chunks)
     # SG-RAG as the rows of graphs.json measured it (its answer count was then `top_k`, 10 here)
     "sgrag@answer_k10": ("sgrag", {"answer_k": 10}),
 }

@@ -261,6 +261,11 @@ def test_no_llm_context_ranks_communities_by_qrscore(hand_graph: Database, neo4j
     )
     assert [i.node_id for i in r.items if i.label == "Chunk"] == ["a1", "a2"]
     assert sum(i.label == "EACSCommunity" for i in r.items) == 4 and r.tokens <= r.budget
+    # the other layout: the same items, the reports first
+    r2 = retriever(hand_graph, neo4j_settings).retrieve(
+        "which planted community?", use_llm=False, layout="reports_first"
+    )
+    assert r2.items == comm + chunks
 
 
 def test_parameters_layers_k_and_k_neighbor(hand_graph: Database, neo4j_settings: Settings) -> None:

@@ -177,6 +177,11 @@ class DARAGParams(RetrieverParams):
         description="score and report the candidates with the configured LLM (§5.1); false, or no LLM "
         "configured: QRScore ranks them and the extractive rendering is the report",
     )
+    layout: Literal["chunks_first", "reports_first"] = Field(
+        "chunks_first",
+        description="order of the context (the paper gives none): the chunks of H_C, then the packed community "
+        "reports, or the reports first (ours; both fill the same budget the same way)",
+    )
     report_words: int = Field(120, ge=10, le=1000, description="length asked of each LLM community report (ours)")
 
     @model_validator(mode="after")
@@ -339,7 +344,7 @@ class DARAGRetriever(Retriever):
                 left -= item.tokens
             elif not chunk_items and not community_items and cid == hc[0]:
                 chunk_items.append(item)  # nothing else to give: pack() cuts it to the budget
-        items = chunk_items + community_items
+        items = chunk_items + community_items if p.layout == "chunks_first" else community_items + chunk_items
 
         notes: dict[str, Any] = {
             "coarse": coarse_notes,
