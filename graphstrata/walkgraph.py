@@ -1,6 +1,6 @@
-"""The one in-memory graph helper for query-time random walks (NodeRAG's and HippoRAG's personalized
-PageRank): a named subgraph read from the store once, held as sparse matrices per database
-connection, and read again when the stored graph changes.
+"""The one in-memory graph helper for query time: what a method reads of the whole graph (NodeRAG's
+and HippoRAG's walk graphs as sparse matrices, DA-RAG's chunk layer) is read from the store once per
+database connection with :func:`read_once`, and read again when the stored graph changes.
 
 Why not a GDS projection at query time: GDS runs these walks well, but each call costs a round trip
 and several milliseconds of set-up, more than the walk itself on a graph of this size (passages,
