@@ -255,7 +255,10 @@ class Settings(BaseSettings):
 
         sizes = [str(v) for v in SessionMemory.all_values()]
         if self.aura_session_memory not in sizes:
-            problems.append(f"GRAPHSTRATA_AURA_SESSION_MEMORY must be one of {', '.join(sizes)}")
+            problems.append(
+                f"a valid session size: GRAPHSTRATA_AURA_SESSION_MEMORY={self.aura_session_memory} is not one of "
+                + ", ".join(sizes)
+            )
         return problems
 
     def check_gds_backend(self) -> None:
@@ -263,7 +266,7 @@ class Settings(BaseSettings):
         problems = self.gds_backend_problems()
         if problems:
             raise ConfigError(
-                f"GRAPHSTRATA_GDS_BACKEND={self.gds_backend} is missing: " + "; ".join(problems) + " (README "
+                f"GRAPHSTRATA_GDS_BACKEND={self.gds_backend} needs: " + "; ".join(problems) + " (README "
                 '"Clusters and Aura")'
             )
 

@@ -60,8 +60,9 @@ RESOLVE_BATCH = 10_000
 # One lock per projection name: concurrent requests in this process wait for one rebuild instead of
 # racing to drop and re-create the same graph.
 _LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
-# One client per Database (the plugin's costs a version check, a session's a session); made on first use.
-_CLIENTS: weakref.WeakKeyDictionary[Database, Any] = weakref.WeakKeyDictionary()
+# One client per Database and backend (the plugin's costs a version check, a session's a session), made on
+# first use.
+_CLIENTS: weakref.WeakKeyDictionary[Database, dict[str, Any]] = weakref.WeakKeyDictionary()
 _CLIENTS_LOCK = threading.Lock()
 # A GDS procedure that writes to the database: ``gds.<algorithm>.write``, ``gds.graph.nodeProperties.write`` …
 _WRITE_PROCEDURE = re.compile(r"\bgds\.[\w.]*\.write\b")
@@ -101,11 +102,19 @@ class GDS:
     def client(self) -> Any:
         """The ``graphdatascience`` client (``GraphDataScience``, or ``AuraGraphDataScience`` for a session)."""
         with _CLIENTS_LOCK:
-            if self.db not in _CLIENTS:
-                _CLIENTS[self.db] = _session_client(self.settings) if self.remote else _plugin_client(self.db)
-            return _CLIENTS[self.db]
+            clients = _CLIENTS.setdefault(self.db, {})
+            if self._key not in clients:
+                clients[self._key] = _session_client(self.settings) if self.remote else _plugin_client(self.db)
+            return clients[self._key]
+
+    @property
+    def _key(self) -> str:
+        return f"aura_sessions:{self.settings.aura_session_name}" if self.remote else "plugin"
 
     def version(self) -> str:
+        """The GDS plugin's version (a session has none to ask for)."""
+        if self.remote:
+            raise NotOnAuraSessions("an Aura Graph Analytics session reports no GDS version")
         return str(self.client.server_version())
 
     def exists(self, name: str) -> bool:
@@ -126,7 +135,7 @@ class GDS:
     def drop_all(self) -> None:
         """Drop graphstrata's projections. On Aura sessions, those of the session this process has
         open: a session is not started only to find it empty (augment's projections are temporary)."""
-        if self.remote and self.db not in _CLIENTS:
+        if self.remote and self._key not in _CLIENTS.get(self.db, {}):
             return
         for info in self.client.graph.list():
             if info.graph_name.startswith(PREFIX):
@@ -137,11 +146,9 @@ class GDS:
         """A native projection of `nodes`/`rels` (GDS node and relationship projections: a label, a
         list, or a map) as PREFIX+name, reused while fresh."""
         if self.remote:
-            labels, types, single, undirected = _remote_native(name, nodes, rels)
-            params = {"labels": labels, "types": types, "single": single}
-            return self._ensure(
-                name, force, lambda full: self._project_remote(full, "project_native_remote", params, undirected)
-            )
+            labels, types, single, undirected = _remote_native(_full(name), nodes, rels)
+            statement, params = query("gds.project_native_remote"), {"labels": labels, "types": types, "single": single}
+            return self._ensure(name, force, lambda full: self._project_remote(full, statement, params, undirected))
 
         def build(full: str) -> Any:
             self._check_memory(full, None, lambda: self.client.graph.project.estimate(nodes, rels))
@@ -169,10 +176,8 @@ class GDS:
             "rank": {i: n for n, i in enumerate(ranked)},
         }
         if self.remote:
-            undirected = ["REL"] if types else None
-            return self._ensure(
-                name, force, lambda full: self._project_remote(full, "project_ordered_remote", params, undirected)
-            )
+            statement, undirected = query("gds.project_ordered_remote"), ["REL"] if types else None
+            return self._ensure(name, force, lambda full: self._project_remote(full, statement, params, undirected))
 
         def estimate() -> Any:  # that of the native projection of the same nodes: an upper bound
             rels = {t: {"orientation": "UNDIRECTED"} for t in types} or NO_RELATIONSHIPS
@@ -191,13 +196,13 @@ class GDS:
         writes: its bookmarks) and streams its rows to the session."""
         self.client.set_bookmarks(self.db.bookmarks())
         return self.client.graph.project.cypher(
-            full, query(f"gds.{statement}"), query_parameters=params, undirected_relationship_types=undirected
+            full, statement, query_parameters=params, undirected_relationship_types=undirected
         )
 
     def _ensure(self, name: str, force: bool, build: Callable[[str], Any]) -> Projection:
         """The projection `name`: reused unless stale (the graph changed since) or `force`d, else made
         with ``build(full_name)`` (which returns the client's (graph, result) pair)."""
-        full = name if name.startswith(PREFIX) else PREFIX + name
+        full = _full(name)
         with _LOCKS[full]:
             info = self._info(full)
             if info is not None and not force and not self._stale(info):
@@ -263,6 +268,10 @@ class GDS:
         for batch in batched(rows, RESOLVE_BATCH):
             out += self.db.read(statement, rows=batch)
         return out
+
+
+def _full(name: str) -> str:
+    return name if name.startswith(PREFIX) else PREFIX + name
 
 
 def _utc(t: datetime) -> datetime:
