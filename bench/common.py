@@ -40,7 +40,7 @@ def wipe(gs: GraphStrata) -> None:
     from graphstrata.gds import GDS
 
     gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
-    GDS(gs.db).drop_all()
+    GDS(gs.db, gs.settings).drop_all()
 
 
 def machine() -> dict:

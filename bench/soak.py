@@ -114,7 +114,7 @@ def wipe(gs: GraphStrata) -> None:
     from graphstrata.gds import GDS
 
     gs.db.auto(query("meta.wipe"))
-    GDS(gs.db).drop_all()
+    GDS(gs.db, gs.settings).drop_all()
 
 
 # --- traffic ------------------------------------------------------------------------------------------

@@ -200,6 +200,7 @@ class GraphStrata:
         unknown = sorted(set(params) - set(AugmentParams.model_fields))
         if unknown:
             raise ValueError(f"unknown augment parameter(s) {unknown}; known: {sorted(AugmentParams.model_fields)}")
+        self.settings.check_gds_backend()  # e.g. Aura sessions without credentials: before any stage writes
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=self.llm, params=params)
         reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -92,11 +93,65 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(4, validation_alias=AliasChoices("GRAPHSTRATA_LLM_CONCURRENCY"))
     llm_timeout: float = Field(60.0, validation_alias=AliasChoices("GRAPHSTRATA_LLM_TIMEOUT"))
 
-    # --- GDS ---------------------------------------------------------------------------------
+    # --- GDS (graphstrata/gds.py; README "Clusters and Aura") ---------------------------------
     gds_concurrency: int = Field(
         2,
         validation_alias=AliasChoices("GRAPHSTRATA_GDS_CONCURRENCY"),
         description="OpenGDS caps concurrency at 4; the default suits a 2-core machine.",
+    )
+    gds_backend: Literal["plugin", "aura_sessions"] = Field(
+        "plugin",
+        validation_alias=AliasChoices("GRAPHSTRATA_GDS_BACKEND"),
+        description="Where GDS runs: `plugin` (the GDS plugin of the Neo4j server) or `aura_sessions` "
+        "(Aura Graph Analytics sessions of the `graphdatascience` client, for a database without the plugin).",
+    )
+    gds_estimate_min_nodes: int = Field(
+        10_000,
+        ge=0,
+        validation_alias=AliasChoices("GRAPHSTRATA_GDS_ESTIMATE_MIN_NODES"),
+        description="Projections of at least this many nodes are checked against the memory available "
+        "(GDS's estimate) before they are built.",
+    )
+    gds_max_memory: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_GDS_MAX_MEMORY"),
+        description="The most memory a projection may need, e.g. `2g` or `512m`. Unset: the server's available heap.",
+    )
+    aura_client_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_CLIENT_ID", "AURA_CLIENT_ID"),
+        description="Aura API credentials (Aura console → Account → API keys), for `aura_sessions`.",
+    )
+    aura_client_secret: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("GRAPHSTRATA_AURA_CLIENT_SECRET", "AURA_CLIENT_SECRET")
+    )
+    aura_project_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_PROJECT_ID", "AURA_PROJECT_ID"),
+        description="Needed when the API key belongs to several Aura projects.",
+    )
+    aura_instance_id: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_INSTANCE_ID", "AURA_INSTANCEID"),
+        description="The AuraDB instance the session attaches to. Unset: the database at NEO4J_URI is "
+        "self-managed and `aura_cloud_location` says where the session runs.",
+    )
+    aura_cloud_location: str | None = Field(
+        None,
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_CLOUD_LOCATION"),
+        description="`provider/region` of a session for a self-managed database, e.g. `gcp/europe-west1`.",
+    )
+    aura_session_name: str = Field("graphstrata", validation_alias=AliasChoices("GRAPHSTRATA_AURA_SESSION_NAME"))
+    aura_session_memory: str = Field(
+        "8GB",
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_SESSION_MEMORY"),
+        description="Session size, one of the client's SessionMemory values (2GB, 4GB, 8GB, 16GB …).",
+    )
+    aura_session_ttl_minutes: int = Field(
+        60,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_AURA_SESSION_TTL_MINUTES"),
+        description="The session is deleted after this long without use.",
     )
 
     # --- HTTP server (`graphstrata serve`) -----------------------------------------------------
@@ -173,6 +228,78 @@ class Settings(BaseSettings):
     @property
     def bolt_uri(self) -> str:
         return self.neo4j_uri or f"bolt://127.0.0.1:{self.bolt_port}"
+
+    def gds_backend_problems(self) -> list[str]:
+        """What the configured GDS backend lacks, in words (empty: nothing). `plugin` needs nothing
+        here; `aura_sessions` needs Aura API credentials, a database Aura can reach, and a valid size."""
+        if self.gds_backend != "aura_sessions":
+            return []
+        problems = []
+        if not self.aura_client_id or not self.aura_client_secret:
+            problems.append("Aura API credentials: set GRAPHSTRATA_AURA_CLIENT_ID and GRAPHSTRATA_AURA_CLIENT_SECRET")
+        if not self.aura_instance_id and not self.neo4j_uri:
+            problems.append(
+                "a database the session can reach: set GRAPHSTRATA_AURA_INSTANCE_ID (AuraDB) or NEO4J_URI "
+                "(a self-managed server; not the local launcher's)"
+            )
+        if self.neo4j_password is None:
+            problems.append("the database password the session connects with: set NEO4J_PASSWORD")
+        if not self.aura_instance_id:
+            provider, _, region = (self.aura_cloud_location or "").partition("/")
+            if not provider or not region:
+                problems.append(
+                    "where the session runs for a self-managed database: set GRAPHSTRATA_AURA_CLOUD_LOCATION "
+                    "to provider/region, e.g. gcp/europe-west1 (or GRAPHSTRATA_AURA_INSTANCE_ID for AuraDB)"
+                )
+        from graphdatascience.session import SessionMemory  # the client's own list of session sizes
+
+        sizes = [str(v) for v in SessionMemory.all_values()]
+        if self.aura_session_memory not in sizes:
+            problems.append(
+                f"a valid session size: GRAPHSTRATA_AURA_SESSION_MEMORY={self.aura_session_memory} is not one of "
+                + ", ".join(sizes)
+            )
+        return problems
+
+    def check_gds_backend(self) -> None:
+        """Raise :class:`ConfigError` naming everything the GDS backend lacks (before any work)."""
+        problems = self.gds_backend_problems()
+        if problems:
+            raise ConfigError(
+                f"GRAPHSTRATA_GDS_BACKEND={self.gds_backend} needs: " + "; ".join(problems) + " (README "
+                '"Clusters and Aura")'
+            )
+
+    @field_validator("gds_max_memory")
+    @classmethod
+    def _memory_size(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_bytes(value)
+        return value
+
+    @property
+    def gds_max_memory_bytes(self) -> int | None:
+        return None if self.gds_max_memory is None else parse_bytes(self.gds_max_memory)
+
+
+class ConfigError(ValueError):
+    """A setting is missing or invalid."""
+
+
+_UNITS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+
+def parse_bytes(size: str) -> int:
+    """``"512m"`` → 536870912 (k, m, g, t: powers of 1024, as Neo4j's memory settings; a trailing
+    ``b``/``ib`` is allowed: ``2GB``, ``2GiB``)."""
+    text = size.strip().lower().removesuffix("ib").removesuffix("b")
+    number, unit = text.rstrip("kmgt"), text[len(text.rstrip("kmgt")) :]
+    try:
+        if len(unit) > 1:
+            raise ValueError
+        return int(float(number) * _UNITS[unit])
+    except (ValueError, KeyError):
+        raise ConfigError(f"not a memory size: {size!r} (e.g. 512m, 2g)") from None
 
 
 @lru_cache(maxsize=1)

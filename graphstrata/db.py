@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from neo4j import READ_ACCESS, Driver, GraphDatabase, ManagedTransaction, Query
+from neo4j import READ_ACCESS, Bookmarks, Driver, GraphDatabase, ManagedTransaction, Query
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
 from graphstrata import limits
@@ -176,6 +176,16 @@ class Database:
                     raise
                 self._reset_bookmarks(e)
         raise AssertionError("unreachable")
+
+    def execute(self, query: str, params: dict[str, Any], *, write: bool = False) -> list[dict[str, Any]]:
+        """:meth:`read` (or :meth:`write`) with the parameters as one dict: for callers whose parameter
+        names are not ours to choose (the GDS client's, graphstrata/gds.py)."""
+        return self._query(query, params, "w" if write else "r")
+
+    def bookmarks(self) -> Bookmarks:
+        """This connection's bookmarks: what another driver must wait for to see its writes (an Aura
+        Graph Analytics session's remote projection, graphstrata/gds.py)."""
+        return Bookmarks.from_raw_values(self._bookmarks.get_bookmarks())
 
     def read_one(self, query: str, **params: Any) -> dict[str, Any] | None:
         rows = self.read(query, **params)

@@ -1,8 +1,8 @@
 """The official `graphdatascience` client against the test server's GDS, on graphstrata's layers.
 
 What this checks is compatibility (client 2.x with GDS 2.26 on Neo4j 2026.01, Python ≥ 3.11) and
-that the client's projection and PageRank reproduce what `graphstrata augment` wrote. graphstrata's
-own stages still drive GDS through Cypher (graphstrata/gds.py; README "Clusters and Aura").
+that a user's own client, connected the ordinary way, reproduces what `graphstrata augment` wrote
+(graphstrata's stages run GDS through this client too: graphstrata/gds.py, tests/test_gds_backends.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""GDS on the real server agrees with independent references (networkx, numpy brute force)."""
+"""GDS on the real server, driven as graphstrata drives it (graphstrata/gds.py: the graphdatascience
+client), agrees with independent references (networkx, numpy brute force)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -22,12 +24,12 @@ def load_graph(db: Database, g: nx.Graph | nx.DiGraph, props: dict[int, list[flo
     db.write("UNWIND $rows AS r MATCH (a:T {i: r.a}), (b:T {i: r.b}) CREATE (a)-[:E]->(b)", rows=edges)
 
 
-def stream(db: Database, algo: str, graph: str, config: dict, value: str) -> dict[int, float]:
-    rows = db.read(
-        f"CALL gds.{algo}.stream($g, $config) YIELD nodeId, {value} "
-        f"RETURN gds.util.asNode(nodeId).i AS i, {value} AS x",
-        g=graph,
-        config=config,
+def by_i(gds: GDS, stream: Any, value: str) -> dict[int, float]:
+    """A stream's `value` column by the test nodes' `i` (a GDS node id is the node's id())."""
+    rows = gds.resolve(
+        "UNWIND $rows AS r MATCH (n) WHERE id(n) = r.nodeId RETURN n.i AS i, r.x AS x",
+        nodeId=stream["nodeId"],
+        x=stream[value],
     )
     return {r["i"]: r["x"] for r in rows}
 
@@ -41,11 +43,11 @@ def test_pagerank_matches_networkx(empty_db: Database) -> None:
     gds = GDS(empty_db)
     p = gds.project("pr", "T", "E")
     assert (p.nodes, p.rels) == (60, g.number_of_edges())
-    ours = stream(
-        empty_db,
-        "pageRank",
-        p.name,
-        gds.params(dampingFactor=0.85, maxIterations=200, tolerance=1e-12),
+    ours = by_i(
+        gds,
+        gds.client.page_rank.stream(
+            p.graph, damping_factor=0.85, max_iterations=200, tolerance=1e-12, concurrency=gds.concurrency
+        ),
         "score",
     )
     ref = nx.pagerank(g, alpha=0.85, tol=1e-14, max_iter=1000)
@@ -62,7 +64,7 @@ def test_kcore_matches_networkx(empty_db: Database) -> None:
     load_graph(empty_db, g)
     gds = GDS(empty_db)
     p = gds.project("kc", "T", {"E": {"orientation": "UNDIRECTED"}})
-    ours = stream(empty_db, "kcore", p.name, gds.params(), "coreValue")
+    ours = by_i(gds, gds.client.kcore.stream(p.graph, concurrency=gds.concurrency), "coreValue")
     assert ours == {n: c for n, c in nx.core_number(g).items()}
     assert ours[200] == 6
 
@@ -76,12 +78,12 @@ def test_leiden_recovers_planted_communities(empty_db: Database) -> None:
     load_graph(empty_db, g)
     gds = GDS(empty_db)
     p = gds.project("ld", "T", {"E": {"orientation": "UNDIRECTED"}})
-    ours = stream(empty_db, "leiden", p.name, gds.params(randomSeed=42, concurrency=1), "communityId")
+    ours = by_i(gds, gds.client.leiden.stream(p.graph, random_seed=42, concurrency=1), "communityId")
     found = {frozenset(n for n in ours if ours[n] == c) for c in set(ours.values())}
     assert found == {frozenset(b) for b in blocks}
     # GDS's modularity of that partition equals networkx's computation of it
-    stats = empty_db.read_one("CALL gds.leiden.stats($g, {randomSeed: 42, concurrency: 1}) YIELD modularity", g=p.name)
-    assert stats["modularity"] == pytest.approx(nx.community.modularity(g, found), abs=1e-6)
+    stats = gds.client.leiden.stats(p.graph, random_seed=42, concurrency=1)
+    assert stats.modularity == pytest.approx(nx.community.modularity(g, found), abs=1e-6)
 
 
 def test_knn_matches_brute_force(empty_db: Database) -> None:
@@ -92,20 +94,23 @@ def test_knn_matches_brute_force(empty_db: Database) -> None:
     gds = GDS(empty_db)
     p = gds.project("knn", {"T": {"properties": "v"}}, "*")
     k = 3
-    rows = empty_db.read(
-        "CALL gds.knn.stream($g, $config) YIELD node1, node2, similarity "
-        "RETURN gds.util.asNode(node1).i AS a, gds.util.asNode(node2).i AS b, similarity",
-        g=p.name,
-        config={
-            "nodeProperties": {"v": "COSINE"},
-            "topK": k,
-            "sampleRate": 1.0,
-            "deltaThreshold": 0.0,
-            "maxIterations": 100,
-            "randomJoins": 20,
-            "randomSeed": 42,
-            "concurrency": 1,
-        },
+    knn = gds.client.knn.stream(
+        p.graph,
+        node_properties={"v": "COSINE"},
+        top_k=k,
+        sample_rate=1.0,
+        delta_threshold=0.0,
+        max_iterations=100,
+        random_joins=20,
+        random_seed=42,
+        concurrency=1,
+    )
+    rows = gds.resolve(
+        "UNWIND $rows AS r MATCH (a) WHERE id(a) = r.node1 MATCH (b) WHERE id(b) = r.node2 "
+        "RETURN a.i AS a, b.i AS b, r.similarity AS similarity",
+        node1=knn["node1"],
+        node2=knn["node2"],
+        similarity=knn["similarity"],
     )
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     cos = unit @ unit.T
@@ -141,7 +146,7 @@ def test_betweenness_matches_networkx(empty_db: Database) -> None:
     load_graph(empty_db, g)
     gds = GDS(empty_db)
     p = gds.project("bc", "T", {"E": {"orientation": "UNDIRECTED"}})
-    ours = stream(empty_db, "betweenness", p.name, gds.params(), "score")
+    ours = by_i(gds, gds.client.betweenness.stream(p.graph, concurrency=gds.concurrency), "score")
     ref = nx.betweenness_centrality(g, normalized=False)
     for n in g.nodes:
         assert ours[n] == pytest.approx(ref[n], rel=1e-6, abs=1e-6)

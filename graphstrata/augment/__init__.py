@@ -16,6 +16,7 @@ from graphstrata.augment.params import AugmentParams
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
+from graphstrata.gds import GDSError
 from graphstrata.progress import Tracker
 
 
@@ -119,7 +120,10 @@ def run(
                     on_stage(name, i, len(todo))
                 t = time.perf_counter()
                 with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
-                    report = STAGES[name](ctx)
+                    try:
+                        report = STAGES[name](ctx)
+                    except GDSError as e:  # e.g. a projection too large: say which stage
+                        raise type(e)(f"augment stage {name}: {e}") from e
                 report.seconds = round(time.perf_counter() - t, 3)
                 reports.append(report)
                 advance(1)

@@ -21,7 +21,7 @@ def select_core(scores: dict[str, float], beta: float) -> set[str]:
 @stage("core_chunks", order=20)
 def core_chunks(ctx: AugmentContext) -> StageReport:
     beta = ctx.params.beta
-    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    gds = GDS(ctx.db, ctx.settings)
     # The KNN graph is undirected and simple (KET-RAG adds both neighbour kinds to one nx.Graph).
     with gds.temporary(
         gds.project(
@@ -31,11 +31,10 @@ def core_chunks(ctx: AugmentContext) -> StageReport:
             force=True,
         )
     ) as p:
-        rows = ctx.db.read(
-            query("augment.pagerank_stream"),
-            graph=p.name,
-            config=gds.params(dampingFactor=DAMPING, maxIterations=100, tolerance=1e-9),
+        pr = gds.client.page_rank.stream(
+            p.graph, damping_factor=DAMPING, max_iterations=100, tolerance=1e-9, concurrency=gds.concurrency
         )
+        rows = gds.resolve(query("augment.pagerank_chunks"), nodeId=pr["nodeId"], score=pr["score"])
     scores = {r["id"]: float(r["score"]) for r in rows}
     core = select_core(scores, beta)
     ctx.db.write_batches(

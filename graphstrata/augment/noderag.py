@@ -78,7 +78,7 @@ def select_important(cores: dict[str, int], betweenness: dict[str, float], n_nod
 
 @stage("important_entities", order=30)
 def important_entities(ctx: AugmentContext) -> StageReport:
-    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    gds = GDS(ctx.db, ctx.settings)
     ctx.db.auto(query("augment.delete_label"), label="Attribute")
     ctx.db.write(query("augment.clear_important"))
     # projected in id order, betweenness single-threaded: the sampled sources and the sums do not depend
@@ -87,14 +87,17 @@ def important_entities(ctx: AugmentContext) -> StageReport:
         if p.nodes == 0:
             return StageReport(stage="important_entities", counts={"important": 0})
         k = k_default(p.nodes, p.rels // 2)  # an undirected projection stores each edge twice
+        kc = gds.client.kcore.stream(p.graph, concurrency=gds.concurrency)
         cores = {
-            r["id"]: r["core"] for r in ctx.db.read(query("augment.kcore_stream"), graph=p.name, config=gds.params())
+            r["id"]: r["core"]
+            for r in gds.resolve(query("augment.kcore_entities"), nodeId=kc["nodeId"], coreValue=kc["coreValue"])
         }
         samples = ctx.params.betweenness_samples  # Algorithm 1: betweenness_centrality(G1, k=10)
-        bconf = gds.params(samplingSeed=42, concurrency=1)
-        bconf |= {"samplingSize": min(int(samples), p.nodes)} if samples else {}
-        brows = ctx.db.read(query("augment.betweenness_stream"), graph=p.name, config=bconf)
-    betweenness = {r["n"]["id"]: float(r["score"]) for r in brows}
+        bc = gds.client.betweenness.stream(
+            p.graph, sampling_size=min(int(samples), p.nodes) if samples else None, sampling_seed=42, concurrency=1
+        )
+        brows = gds.resolve(query("augment.betweenness_nodes"), nodeId=bc["nodeId"], score=bc["score"])
+    betweenness = {r["id"]: float(r["score"]) for r in brows}
     important = select_important(cores, betweenness, p.nodes, k)
     rows = _attributes(ctx, sorted(important), cores, betweenness)
     ctx.db.write_batches(query("augment.write_attributes"), rows, batch_size=500)
@@ -163,7 +166,7 @@ def _embed_rows(ctx: AugmentContext, rows: list[dict], step: str) -> None:
 
 @stage("communities", order=40)
 def communities(ctx: AugmentContext) -> StageReport:
-    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    gds = GDS(ctx.db, ctx.settings)
     for label in ("Overview", "HighLevel", "Community"):
         ctx.db.auto(query("augment.delete_label"), label=label)
     # in id order: Leiden's seeded, single-threaded run then sees the same graph on every re-run, although
@@ -173,8 +176,9 @@ def communities(ctx: AugmentContext) -> StageReport:
     ) as p:
         if p.nodes == 0:
             return StageReport(stage="communities", counts={"communities": 0})
-        config = gds.params(randomSeed=42, concurrency=1)  # seeded and single-threaded: reproducible
-        rows = ctx.db.read(query("augment.leiden_stream"), graph=p.name, config=config)
+        # seeded and single-threaded: reproducible
+        leiden = gds.client.leiden.stream(p.graph, random_seed=42, concurrency=1)
+        rows = gds.resolve(query("augment.leiden_members"), nodeId=leiden["nodeId"], communityId=leiden["communityId"])
     members: dict[int, list[dict]] = defaultdict(list)
     for r in rows:
         members[r["community"]].append(r)
@@ -260,7 +264,7 @@ def _high_level_elements(ctx: AugmentContext, groups: list[dict], most: int) -> 
 
 @stage("semantic_matching", order=50)
 def semantic_matching(ctx: AugmentContext) -> StageReport:
-    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    gds = GDS(ctx.db, ctx.settings)
     ctx.db.write(query("augment.delete_groups"))
     # in id order: K-means' seeded initial centroids are picked by GDS node number
     with gds.temporary(
@@ -269,8 +273,10 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
         if p.nodes < 2:
             return StageReport(stage="semantic_matching", counts={"groups": 0})
         k = max(1, round(math.sqrt(p.nodes)))  # Algorithm 2, step 2: K = sqrt(|V_{S,A,H}|)
-        config = gds.params(nodeProperty="embedding", k=k, randomSeed=42, concurrency=1, maxIterations=50)
-        rows = ctx.db.read(query("augment.kmeans_stream"), graph=p.name, config=config)
+        km = gds.client.kmeans.stream(
+            p.graph, node_property="embedding", k=k, random_seed=42, concurrency=1, max_iterations=50
+        )
+        rows = gds.resolve(query("augment.kmeans_members"), nodeId=km["nodeId"], communityId=km["communityId"])
     cell: dict[tuple[str, int], dict[str, list[str]]] = defaultdict(lambda: {"h": [], "sa": []})
     for r in rows:
         if r["community"] is None:

@@ -25,8 +25,9 @@ from graphstrata.gds import GDS
 #: NodeRAG's reference HNSW configuration (m = 5; hnswlib's m0 = 2m; ef_construction = 200).
 HNSW_M, HNSW_EF = 5, 200
 
-# GDS KNN is NN-descent: these settings trade a little time for near-exact neighbours.
-KNN_CONFIG = {"sampleRate": 1.0, "deltaThreshold": 0.0, "maxIterations": 50, "randomJoins": 20, "randomSeed": 42}
+# GDS KNN is NN-descent: these settings trade a little time for near-exact neighbours (the client's
+# names for sampleRate, deltaThreshold, maxIterations, randomJoins, randomSeed).
+KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, "random_joins": 20, "random_seed": 42}
 
 
 def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
@@ -35,9 +36,13 @@ def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
     with gds.temporary(gds.project_ordered(name, labels, embedding=True, force=True)) as p:
         if p.nodes < 2:
             return []
-        config = gds.params(nodeProperties={"embedding": "COSINE"}, topK=min(k, p.nodes - 1), **KNN_CONFIG)
-        config["concurrency"] = 1  # with randomSeed, GDS KNN is deterministic only single-threaded
-        rows = gds.db.read(query("augment.knn_stream"), graph=p.name, config=config)
+        # with random_seed, GDS KNN is deterministic only single-threaded
+        knn = gds.client.knn.stream(
+            p.graph, node_properties={"embedding": "COSINE"}, top_k=min(k, p.nodes - 1), concurrency=1, **KNN_CONFIG
+        )
+        rows = gds.resolve(
+            query("augment.knn_pairs"), node1=knn["node1"], node2=knn["node2"], similarity=knn["similarity"]
+        )
     pairs: dict[tuple[str, str], float] = {}
     for r in rows:
         key = (min(r["a"], r["b"]), max(r["a"], r["b"]))
@@ -78,7 +83,7 @@ def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]
 @stage("chunk_knn", order=10)
 def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
-    gds = GDS(ctx.db, ctx.settings.gds_concurrency)
+    gds = GDS(ctx.db, ctx.settings)
     semantic = knn_rows(gds, "chunk_knn", ["Chunk"], k)
     lexical = lexical_rows(ctx.db.read(query("augment.chunk_keywords")), k)
     replace_similar(ctx, "Chunk", "semantic", semantic)
@@ -89,7 +94,7 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
-    rows = knn_rows(GDS(ctx.db, ctx.settings.gds_concurrency), "entity_knn", ["Entity"], k)
+    rows = knn_rows(GDS(ctx.db, ctx.settings), "entity_knn", ["Entity"], k)
     replace_similar(ctx, "Entity", "semantic", rows)
     return StageReport(stage="entity_similarity", counts={"edges": len(rows)}, notes={"k_neighbor": k})
 
@@ -107,7 +112,7 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
     elif graph == "hnsw":
         rows = hnsw_rows(ctx, present)
     else:
-        rows = knn_rows(GDS(ctx.db, ctx.settings.gds_concurrency), "semantic_knn", present, k)
+        rows = knn_rows(GDS(ctx.db, ctx.settings), "semantic_knn", present, k)
     ctx.db.auto(query("augment.delete_semantic_edges"))
     ctx.db.write_batches(query("augment.write_semantic_edges"), rows)
     notes = {"graph": graph, "labels": present} | ({"k": k} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF})

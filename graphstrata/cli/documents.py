@@ -48,7 +48,7 @@ def reset(
     try:
         with Database.from_settings(get_settings()) as db:
             db.auto(query("meta.wipe"))
-            GDS(db).drop_all()
+            GDS(db, get_settings()).drop_all()
     except ConnectionError_ as e:
         _fail(str(e))
     console.print("graph deleted; rebuild it with `graphstrata ingest` and `graphstrata augment`")
@@ -366,6 +366,7 @@ def augment(
     from graphstrata.augment import order
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
+    from graphstrata.gds import GDSError
 
     if list_stages:
         print("\n".join(order()))
@@ -387,7 +388,7 @@ def augment(
                 else lambda name, i, n: console.print(f"augment {i}/{n}: {name} …", highlight=False),
                 **params,
             )
-    except (ConnectionError_, ValueError) as e:
+    except (ConnectionError_, ValueError, GDSError) as e:
         _fail(str(e))
     from graphstrata.output import print_summary
 

@@ -16,19 +16,24 @@ MATCH (b {id: r.b}) WHERE b:Chunk OR b:Entity
 MERGE (a)-[s:SIMILAR {kind: $kind}]->(b)
 SET s.score = r.score;
 
-// name: knn_stream
-// Top-k neighbours by cosine similarity of `embedding` (GDS KNN; score = cosine, not GDS's (1+cos)/2).
-CALL gds.knn.stream($graph, $config) YIELD node1, node2, similarity
-RETURN gds.util.asNode(node1).id AS a, gds.util.asNode(node2).id AS b, 2 * similarity - 1 AS score;
+// name: knn_pairs
+// The pairs GDS KNN streamed (through the graphdatascience client: GDS node ids, which in graphstrata's
+// projections are the nodes' id()), by our ids; score = the cosine, not GDS's (1+cos)/2.
+UNWIND $rows AS r
+MATCH (a) WHERE id(a) = r.node1
+MATCH (b) WHERE id(b) = r.node2
+RETURN a.id AS a, b.id AS b, 2 * r.similarity - 1 AS score;
 
 // name: chunk_keywords
 // (chunk, keyword) incidence for lexical similarity (KET-RAG §5.1: shared keywords).
 MATCH (c:Chunk)-[:HAS_PART]->(:SubChunk)<-[:OCCURS_IN]-(k:Keyword)
 RETURN DISTINCT c.id AS chunk, k.id AS keyword;
 
-// name: pagerank_stream
-CALL gds.pageRank.stream($graph, $config) YIELD nodeId, score
-RETURN gds.util.asNode(nodeId).id AS id, score;
+// name: pagerank_chunks
+// PageRank's streamed scores (GDS node id = id()) by chunk id.
+UNWIND $rows AS r
+MATCH (n) WHERE id(n) = r.nodeId
+RETURN n.id AS id, r.score AS score;
 
 // name: set_core_chunks
 // PageRank score on every chunk, is_core on the top beta share (KET-RAG §5.1).
@@ -36,19 +41,17 @@ UNWIND $rows AS r
 MATCH (c:Chunk {id: r.id})
 SET c.pagerank = r.score, c.is_core = r.core;
 
-// name: kcore_stream
-CALL gds.kcore.stream($graph, $config) YIELD nodeId, coreValue
-WITH gds.util.asNode(nodeId) AS n, coreValue
-WHERE n:Entity
-RETURN n.id AS id, coreValue AS core;
+// name: kcore_entities
+// The entities among k-core's streamed core values (GDS node id = id()).
+UNWIND $rows AS r
+MATCH (n:Entity) WHERE id(n) = r.nodeId
+RETURN n.id AS id, r.coreValue AS core;
 
-// name: betweenness_stream
-CALL gds.betweenness.stream($graph, $config) YIELD nodeId, score
-RETURN gds.util.asNode(nodeId) AS n, score;
-
-// name: graph_degree_stats
-CALL gds.graph.list($graph) YIELD nodeCount, relationshipCount
-RETURN nodeCount AS nodes, relationshipCount AS rels;
+// name: betweenness_nodes
+// Betweenness's streamed scores (GDS node id = id()) by node id.
+UNWIND $rows AS r
+MATCH (n) WHERE id(n) = r.nodeId
+RETURN n.id AS id, r.score AS score;
 
 // name: entity_context
 // What an attribute summary is made from (NodeRAG §2.3): all of an entity's relations and semantic
@@ -81,10 +84,11 @@ MERGE (e)-[:HAS_ATTRIBUTE]->(a)
 WITH a, r
 CALL db.create.setNodeVectorProperty(a, 'embedding', r.embedding);
 
-// name: leiden_stream
-CALL gds.leiden.stream($graph, $config) YIELD nodeId, communityId
-WITH gds.util.asNode(nodeId) AS n, communityId
-RETURN n.id AS id, labels(n)[0] AS label, communityId AS community;
+// name: leiden_members
+// Leiden's streamed communities (GDS node id = id()) by node id.
+UNWIND $rows AS r
+MATCH (n) WHERE id(n) = r.nodeId
+RETURN n.id AS id, labels(n)[0] AS label, r.communityId AS community;
 
 // name: write_communities
 UNWIND $rows AS r
@@ -120,12 +124,13 @@ MERGE (o)-[:TITLES]->(h)
 WITH h, r
 CALL db.create.setNodeVectorProperty(h, 'embedding', r.embedding);
 
-// name: kmeans_stream
-CALL gds.kmeans.stream($graph, $config) YIELD nodeId, communityId
-WITH gds.util.asNode(nodeId) AS n, communityId
+// name: kmeans_members
+// K-means's streamed clusters (GDS node id = id()) with each node's Leiden community.
+UNWIND $rows AS r
+MATCH (n) WHERE id(n) = r.nodeId
 OPTIONAL MATCH (n)-[:IN_COMMUNITY]->(c:Community)
 OPTIONAL MATCH (n)-[:OF_COMMUNITY]->(hc:Community)
-RETURN n.id AS id, labels(n)[0] AS label, communityId AS cluster, coalesce(c.id, hc.id) AS community;
+RETURN n.id AS id, labels(n)[0] AS label, r.communityId AS cluster, coalesce(c.id, hc.id) AS community;
 
 // name: delete_groups
 MATCH (:HighLevel)-[g:GROUPS]->() DELETE g;

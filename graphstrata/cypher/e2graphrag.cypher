@@ -131,18 +131,12 @@ WHERE c.id IS NOT NULL
 WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
 RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ} AS chunk;
 
-// name: pair_distances_gds
-// The graph filter with GDS breadth-first search on the projection `$graph` (Term, CO_OCCURS
-// undirected): one BFS per pair from a with maxDepth h that stops once it reaches b (it may visit
-// the rest of that depth's frontier too, so b is looked for among the visited nodes; GDS node ids
-// of a native projection are the internal ids, hence id()). Measured against `local_index`'s
-// shortestPath in the module docstring of retrieval/e2graphrag.py; reachability within h only, so
-// the tightening loop runs it once per h.
-UNWIND $pairs AS p
-MATCH (a:Term {id: p[0]}), (b:Term {id: p[1]})
-CALL gds.bfs.stream($graph, {sourceNode: a, targetNodes: [b], maxDepth: $h})
-YIELD nodeIds
-RETURN p[0] AS a, p[1] AS b, id(b) IN nodeIds AS reached;
+// name: term_node_ids
+// The GDS node ids of Terms for the graph filter with GDS BFS (`graph_filter="gds"`): in a native
+// projection a GDS node id is the node's id().
+UNWIND $ids AS tid
+MATCH (t:Term {id: tid})
+RETURN t.id AS id, id(t) AS node;
 
 // name: chunk_texts
 UNWIND $ids AS id

@@ -56,6 +56,7 @@ from pydantic import Field
 from graphstrata.cypher import query
 from graphstrata.retrieval.base import (
     ContextItem,
+    RetrievalError,
     Retrieved,
     Retriever,
     RetrieverParams,
@@ -221,6 +222,13 @@ class E2GraphRAGRetriever(Retriever):
 
         from graphstrata.gds import GDS
 
+        gds = GDS(self.db, self.settings)
+        if gds.remote:
+            raise RetrievalError(
+                "e2graphrag with graph_filter='gds' runs GDS at query time, which graphstrata does not do on "
+                "Aura Graph Analytics sessions (GRAPHSTRATA_GDS_BACKEND=aura_sessions); use graph_filter='cypher', "
+                "the default"
+            )
         with t.stage("graph"):
             rows = self.db.read_plain(query("e2graphrag.map_entities"), names=names)
             ents = {r["id"]: r["name"] for r in rows}
@@ -230,12 +238,21 @@ class E2GraphRAGRetriever(Retriever):
         cache: dict[int, set[Pair]] = {}
 
         def within(h: int) -> set[Pair]:
+            # one BFS per pair (the client's bfs.stream) from a with maxDepth h that stops once it reaches b;
+            # it may visit the rest of that depth's frontier too, so b is looked for among the visited nodes
             if h not in cache:
                 if not pairs:
                     return set()
-                graph = GDS(self.db).project(GDS_GRAPH, "Term", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).name
-                rows = self.db.read_plain(query("e2graphrag.pair_distances_gds"), pairs=pairs, graph=graph, h=h)
-                cache[h] = {(r["a"], r["b"]) for r in rows if r["reached"]}
+                graph = gds.project(GDS_GRAPH, "Term", {"CO_OCCURS": {"orientation": "UNDIRECTED"}}).graph
+                node = {
+                    r["id"]: r["node"] for r in self.db.read_plain(query("e2graphrag.term_node_ids"), ids=list(ents))
+                }
+                cache[h] = set()
+                for a, b in pairs:
+                    if a in node and b in node:
+                        visited = gds.client.bfs.stream(graph, source_node=node[a], target_nodes=[node[b]], max_depth=h)
+                        if node[b] in visited["nodeIds"].iloc[0]:
+                            cache[h].add((a, b))
             return cache[h]
 
         return ents, mapped, within, chunks, {}

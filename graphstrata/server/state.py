@@ -92,7 +92,9 @@ class ServerState:
             return {
                 "reachable": True,
                 "version": info.agent.partition("/")[2] or info.agent,
-                "gds_version": GDS(gs.db).version(),
+                # a session's GDS is not asked: asking would start one
+                "gds_backend": self.settings.gds_backend,
+                "gds_version": GDS(gs.db, self.settings).version() if self.settings.gds_backend == "plugin" else None,
                 # the store was found older than this server's last write (a restored backup):
                 # the connection went on from the store as it is
                 "store_rewound": gs.db.bookmark_resets[-5:],
