@@ -29,8 +29,9 @@ DEFAULT_METHODS = "vector,hipporag,noderag,ketrag,e2graphrag,sgrag,darag,fusion,
 
 def dump(methods: list[str], limit: int | None, out: str) -> None:
     """Every method on every question: {method: [[[id, score], …] per question]} into `out`."""
-    import graphstrata
     from graphs import clear_question_caches, open_instance, plan, questions_of
+
+    import graphstrata
 
     print(f"graphstrata from {Path(graphstrata.__file__).parent}", file=sys.stderr)
     questions = questions_of("hotpotqa")[:limit]
