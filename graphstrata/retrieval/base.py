@@ -258,8 +258,14 @@ def available_methods() -> dict[str, dict[str, Any]]:
     return {n: {"summary": c.summary, "parameters": c.Params.model_json_schema()} for n, c in sorted(METHODS.items())}
 
 
+_LOADED: list[bool] = []
+
+
 def _load_methods() -> None:
-    """Import every method module of this package: each registers its Retriever on import."""
+    """Import every method module of this package (each registers its Retriever on import), once:
+    listing the package's folder on every question would cost more than some methods' queries."""
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
@@ -268,6 +274,7 @@ def _load_methods() -> None:
     for mod in pkgutil.iter_modules(package.__path__):
         if mod.name not in ("base",):
             importlib.import_module(f"{package.__name__}.{mod.name}")
+    _LOADED.append(True)
 
 
 def warm(db: Database, concurrency: int = 2) -> None:

@@ -137,8 +137,12 @@ def one_sentence(doc: Doc) -> bool:
 
 
 def query_doc(text: str) -> Doc:
-    """The question through the ingest pipeline, without the dependency parser when the question is
-    one sentence (most are; the parser is ~12% of the pipeline's time on a question).
+    """The question through the ingest pipeline, parsed once however many methods ask about it at the
+    same time (fusion: linking's names and E2GraphRAG's entities read the same parse) and kept for the
+    last questions (:func:`clear_cache` forgets them). Callers only read the returned Doc.
+
+    Without the dependency parser when the question is one sentence (most are; the parser is ~12% of
+    the pipeline's time on a question).
 
     What the parser gives that the analysis reads: sentence ends (``doc.sents``, and NER never lets
     an entity cross one), and the dependency labels that some ``attribute_ruler`` rules test. Those
@@ -151,6 +155,18 @@ def query_doc(text: str) -> Doc:
     it on the questions and a sample of the rest). A question with a sentence mark or line break
     inside gets the full pipeline, the parser deciding where its sentences end.
     """
+    from graphstrata.retrieval.shared import single_flight
+
+    return single_flight(("query_doc", text), lambda: _parse_question(text))
+
+
+def clear_cache() -> None:
+    """Forget the parsed questions (benchmarks time each method's own parse)."""
+    _parse_question.cache_clear()
+
+
+@lru_cache(maxsize=64)
+def _parse_question(text: str) -> Doc:
     nlp = get_nlp()
     doc = nlp.make_doc(text)
     if not len(doc) or not one_sentence(doc):
