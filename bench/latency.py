@@ -280,7 +280,7 @@ def report(runs: dict[str, dict]) -> str:
             f"{x['questions']} questions, {x['warmup']} warm-up, {len(x['repeats'])} repeat(s); load average "
             + ", ".join(f"{a} → {b}" for a, b in (r["load_avg"] for r in x["repeats"]))
             + ".",
-            "",
+            *([x["note"], ""] if x.get("note") else []),
             "| method | p50 ms | p95 ms | paired vector p50 | ratio p50 (min–max) | ratio p95 | R@2 | R@5 | "
             "same results every repeat |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -315,7 +315,14 @@ def report(runs: dict[str, dict]) -> str:
 
 
 def main(
-    rows: list[str], repeats: int, warmup: int, limit: int | None, label: str, against: list[str], items: str | None
+    rows: list[str],
+    repeats: int,
+    warmup: int,
+    limit: int | None,
+    label: str,
+    against: list[str],
+    items: str | None,
+    note: str = "",
 ) -> dict:
     import subprocess
 
@@ -335,6 +342,7 @@ def main(
         "warmup": warmup,
         "repeats": [{k: v for k, v in r.items() if k in ("load_avg", "seconds")} for r in run["repeats"]],
         "methods": combine(run, [BASELINE, *[r for r in rows if r != BASELINE]]),
+        **({"note": note} if note else {}),
     }
     this["compared_to"] = {o: compare(this["methods"], data["runs"][o]["methods"]) for o in against}
     data["runs"][label] = this
@@ -351,5 +359,7 @@ if __name__ == "__main__":
     ap.add_argument("--label", default="latest", help="name of this run in latency.json (e.g. before, after)")
     ap.add_argument("--compare", default="", help="comma-separated labels of kept runs to check results against")
     ap.add_argument("--items", default=None, help="also write every result's items (id, score) to this file")
+    ap.add_argument("--note", default="", help="a sentence about this run for latency.md")
     a = ap.parse_args()
-    main(a.methods.split(","), a.repeats, a.warmup, a.limit, a.label, [x for x in a.compare.split(",") if x], a.items)
+    against = [x for x in a.compare.split(",") if x]
+    main(a.methods.split(","), a.repeats, a.warmup, a.limit, a.label, against, a.items, a.note)
