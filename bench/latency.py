@@ -323,6 +323,7 @@ def main(
     against: list[str],
     items: str | None,
     note: str = "",
+    commit: str = "",
 ) -> dict:
     import subprocess
 
@@ -334,10 +335,10 @@ def main(
         run = one_run(gs, questions, rows, repeats, warmup, items)
     out_file = RESULTS / "latency.json"
     data = json.loads(out_file.read_text()) if out_file.exists() else {"runs": {}}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     this = {
         "machine": machine(),
-        "commit": commit,
+        "commit": commit or head,
         "questions": len(questions),
         "warmup": warmup,
         "repeats": [{k: v for k, v in r.items() if k in ("load_avg", "seconds")} for r in run["repeats"]],
@@ -360,6 +361,7 @@ if __name__ == "__main__":
     ap.add_argument("--compare", default="", help="comma-separated labels of kept runs to check results against")
     ap.add_argument("--items", default=None, help="also write every result's items (id, score) to this file")
     ap.add_argument("--note", default="", help="a sentence about this run for latency.md")
+    ap.add_argument("--commit", default="", help="commit of the code measured (default: HEAD)")
     a = ap.parse_args()
     against = [x for x in a.compare.split(",") if x]
-    main(a.methods.split(","), a.repeats, a.warmup, a.limit, a.label, against, a.items, a.note)
+    main(a.methods.split(","), a.repeats, a.warmup, a.limit, a.label, against, a.items, a.note, a.commit)
