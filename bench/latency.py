@@ -211,8 +211,9 @@ def combine(run: dict, rows: list[str]) -> dict:
             "recall@5": per[-1].get("recall@5"),
             "stages": per[-1]["stages"],
             "branches": per[-1].get("branches"),
-            # per question, the distinct results seen over the repeats (one, unless the graph's answers vary)
-            "digests": [sorted(set(d)) for d in zip(*(x["digests"] for x in per), strict=True)],
+            # per question (space-separated), the distinct results seen over the repeats ('|'-separated:
+            # one, unless the graph's answers vary)
+            "digests": " ".join("|".join(sorted(set(d))) for d in zip(*(x["digests"] for x in per), strict=True)),
             "same_results_every_repeat": all(x["digests"] == per[0]["digests"] for x in per),
         }
         if row != BASELINE:
@@ -233,8 +234,8 @@ def compare(now: dict, before: dict) -> dict[str, Any]:
     out = {}
     for row, s in now.items():
         if row in before:
-            a, b = s["digests"], before[row]["digests"]
-            out[row] = [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if not set(x) <= set(y)] + (
+            a, b = ([set(d.split("|")) for d in r["digests"].split()] for r in (s, before[row]))
+            out[row] = [i for i, (x, y) in enumerate(zip(a, b, strict=False)) if not x <= y] + (
                 ["question count differs"] if len(a) != len(b) else []
             )
     return out

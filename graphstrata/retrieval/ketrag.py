@@ -104,8 +104,11 @@ class KETRAGRetriever(Retriever):
         indexes = graph_indexes(self.db)
 
         def read(names: frozenset[str]) -> dict:
-            seeds = "seed_entities" if DESCRIPTION_INDEX in names else "seed_entities_by_name"
-            text = query("ketrag.question_context").replace("SEED_ENTITIES", query(f"ketrag.{seeds}"))
+            if DESCRIPTION_INDEX in names:
+                seeds = query("ketrag.seed_entities")
+            else:
+                seeds = query("ketrag.seed_entities_by_name")
+            text = query("ketrag.question_context").replace("SEED_ENTITIES", seeds)
             (row,) = self.db.read_plain(
                 text,
                 skeleton=skeleton,
