@@ -30,72 +30,40 @@ import argparse
 import json
 import os
 import statistics
-import time
-from collections import Counter, defaultdict
 
-BASELINE, METHOD = "vector", "e2graphrag"
-CACHED = "vector, embedding cached"
-PARAMS = {"top_k": 10, "budget": 1000}  # as bench/retrieval.py
+from latency import BASELINE, CACHED, interleaved, percentile, spread
 
-
-def percentile(xs: list[float], q: float) -> float:
-    import numpy as np
-
-    return round(float(np.percentile(xs, q)), 2)
+METHOD = "e2graphrag"
+PARAMS = {"top_k": 10, "budget": 1000}  # as bench/graphs.py's
 
 
 def recall(ranked_titles: list[str], gold: set[str], k: int) -> float:
     return len(gold & set(ranked_titles[:k])) / len(gold)
 
 
-def timed(gs, question: str, method: str):
-    t = time.perf_counter()
-    res = gs.retrieve(question, method, **PARAMS)
-    return res, (time.perf_counter() - t) * 1000
-
-
 def one_repeat(gs, questions: list[dict], titles: dict[str, str]) -> dict:
     """Every question once per method (the first alternating), then `vector` with a warm cache."""
-    ms: dict[str, list[float]] = {BASELINE: [], METHOD: [], CACHED: []}
-    stages: dict[str, list[float]] = defaultdict(list)
-    branches: Counter = Counter()
-    r2: dict[str, list[float]] = {BASELINE: [], METHOD: []}
-    r5: dict[str, list[float]] = {BASELINE: [], METHOD: []}
-    clear = getattr(gs.embedder, "clear_cache", lambda: None)
-    load_before = os.getloadavg()[0]
-    for i, q in enumerate(questions):
+
+    def score(res, q: dict) -> dict:
+        ranked = list(dict.fromkeys(titles.get(c) for c in res.chunk_ids()))
         gold = set(q["supporting_titles"])
-        for method in (BASELINE, METHOD) if i % 2 == 0 else (METHOD, BASELINE):
-            clear()
-            res, total = timed(gs, q["question"], method)
-            ms[method].append(total)
-            ranked = list(dict.fromkeys(titles.get(c) for c in res.chunk_ids()))
-            r2[method].append(recall(ranked, gold, 2))
-            r5[method].append(recall(ranked, gold, 5))
-            if method == METHOD:
-                branches[res.notes["branch"]] += 1
-                for name, v in res.timings_ms.items():
-                    stages[name].append(v)
-                stages["other"].append(total - sum(res.timings_ms.values()))
-        gs.embedder.embed([q["question"]])  # cached now, whichever method ran last
-        ms[CACHED].append(timed(gs, q["question"], BASELINE)[1])
-    out: dict = {m: {"p50_ms": percentile(v, 50), "p95_ms": percentile(v, 95)} for m, v in ms.items()}
+        return {"r2": recall(ranked, gold, 2), "r5": recall(ranked, gold, 5)}
+
+    load_before = os.getloadavg()[0]
+    calls = interleaved(gs, questions, [METHOD], lambda m: (m, PARAMS), score, cached=True)
+    summary = {m: c.summary() for m, c in calls.items()}
+    out: dict = {m: {"p50_ms": s["p50_ms"], "p95_ms": s["p95_ms"]} for m, s in summary.items()}
     for m in (BASELINE, METHOD):
-        out[m] |= {"recall@2": round(statistics.mean(r2[m]), 3), "recall@5": round(statistics.mean(r5[m]), 3)}
+        out[m] |= {"recall@2": summary[m]["recall@2"], "recall@5": summary[m]["recall@5"]}
     return out | {
-        "ratio_p50": round(out[METHOD]["p50_ms"] / out[BASELINE]["p50_ms"], 2),
-        "ratio_p95": round(out[METHOD]["p95_ms"] / out[BASELINE]["p95_ms"], 2),
+        "ratio_p50": summary[METHOD]["ratio_p50"],
+        "ratio_p95": summary[METHOD]["ratio_p95"],
         "ratio_p50_vs_cached": round(out[METHOD]["p50_ms"] / out[CACHED]["p50_ms"], 2),
-        # per-stage medians over the questions that ran the stage (n of them)
-        "stages": {k: {"median_ms": percentile(v, 50), "n": len(v)} for k, v in stages.items()},
-        "branches": dict(branches),
+        "stages": summary[METHOD]["stages"],
+        "branches": summary[METHOD].get("branches", {}),
         "load_avg": [round(load_before, 2), round(os.getloadavg()[0], 2)],
-        "ms": ms,
+        "ms": {m: c.ms for m, c in calls.items()},
     }
-
-
-def spread(xs: list[float]) -> dict[str, float]:
-    return {"min": min(xs), "median": round(statistics.median(xs), 2), "max": max(xs)}
 
 
 def report(runs: list[dict], n_questions: int, warmup: int, blas_threads: int, when: str, cpus: int) -> str:

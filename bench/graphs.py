@@ -196,38 +196,61 @@ def questions_of(name: str) -> list[dict]:
     return out
 
 
-def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **params) -> list[dict]:
-    by_title = GRAPHS[name]["data"].startswith("hotpotqa")
-    key = "c.doc_title" if by_title else "d.source"
-    passage = {
+def bench_params(method: str, **params) -> dict:
+    """The benchmark's parameters for `method`: budget BUDGET, top_k TOP_K unless the method is
+    UNCAPPED, then `params` (a variant's own)."""
+    cap = {} if method in UNCAPPED else {"top_k": TOP_K}
+    return {"budget": BUDGET} | cap | params
+
+
+def plan(row: str) -> tuple[str, dict]:
+    """A row of the table (a method or a VARIANTS name) as (method, its benchmark parameters)."""
+    method, params = VARIANTS.get(row, (row, {}))
+    return method, bench_params(method, **params)
+
+
+def passages(gs: GraphStrata, name: str) -> dict[str, str]:
+    """Chunk id -> the passage it belongs to, as gold names passages (HotpotQA by title, MuSiQue by id)."""
+    key = "c.doc_title" if GRAPHS[name]["data"].startswith("hotpotqa") else "d.source"
+    return {
         r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
     }
-    cap = {} if method in UNCAPPED else {"top_k": TOP_K}
-    params = {"budget": BUDGET} | cap | params
-    gs.retrieve(questions[0]["question"], method, **params)  # warm-up
-    # each method pays for its own question embeddings and entities (earlier methods saw the same questions)
+
+
+def clear_question_caches(gs: GraphStrata) -> None:
+    """Forget the questions' embeddings and entities, so that the next call pays for its own."""
     getattr(gs.embedder, "clear_cache", lambda: None)()
     clear_question_entities()
+
+
+def score(res, passage: dict[str, str], q: dict) -> dict:
+    """Recall@2/5, answer coverage, tokens and passages of one result (no time)."""
+    # what the user gets: the passages of the packed context, in order (RetrievalResult.chunk_ids)
+    ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
+    text = " ".join(i.text for i in res.items).lower()
+    gold = q["gold"]
+    return {
+        "r2": len(gold & set(ranked[:2])) / len(gold),
+        "r5": len(gold & set(ranked[:5])) / len(gold),
+        "hit": any(a.lower() in text for a in q["answers"]),
+        "yes_no": q["answers"][0].lower() in ("yes", "no"),
+        "tokens": res.tokens,
+        "passages": len(ranked),
+    }
+
+
+def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **params) -> list[dict]:
+    passage = passages(gs, name)
+    params = bench_params(method, **params)
+    gs.retrieve(questions[0]["question"], method, **params)  # warm-up
+    # each method pays for its own question embeddings and entities (earlier methods saw the same questions)
+    clear_question_caches(gs)
     rows = []
     for q in questions:
         t = time.perf_counter()
         res = gs.retrieve(q["question"], method, **params)
         ms = (time.perf_counter() - t) * 1000
-        # what the user gets: the passages of the packed context, in order (RetrievalResult.chunk_ids)
-        ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
-        text = " ".join(i.text for i in res.items).lower()
-        gold = q["gold"]
-        rows.append(
-            {
-                "r2": len(gold & set(ranked[:2])) / len(gold),
-                "r5": len(gold & set(ranked[:5])) / len(gold),
-                "hit": any(a.lower() in text for a in q["answers"]),
-                "yes_no": q["answers"][0].lower() in ("yes", "no"),
-                "tokens": res.tokens,
-                "passages": len(ranked),
-                "ms": ms,
-            }
-        )
+        rows.append(score(res, passage, q) | {"ms": ms})
     return rows
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
 from graphstrata.cypher import load, query
 from graphstrata.db import Database
 
@@ -39,12 +44,56 @@ def check_compatible(db: Database, embed_model: str, dim: int) -> None:
 
 
 def apply_schema(db: Database, embed_model: str, dim: int, wait_seconds: int = 300) -> int:
-    """Create constraints and indexes (no-op when present); returns the number of statements run."""
+    """Create constraints and indexes (no-op when present); returns the number of statements run.
+    An index it adds marks the graph as changed (meta ``updated_at``), so that connections holding
+    its indexes (:func:`graph_indexes`) read them again."""
     check_compatible(db, embed_model, dim)
+    before = _online_indexes(db)
     statements = load("schema")
     for stmt in statements.values():
         db.write(stmt, dim=dim)
     db.write(query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION)
     db.write(query("meta.set_schema_version"), schema_version=SCHEMA_VERSION)
     db.write(query("meta.await_indexes"), seconds=wait_seconds)
+    if _online_indexes(db) - before:
+        db.write(query("meta.touch"))
     return len(statements)
+
+
+# --- the indexes a graph opened for questions has -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GraphIndexes:
+    """The online indexes of a graph, and the graph's version (meta ``updated_at``) when read."""
+
+    version: Any
+    names: frozenset[str]
+
+
+_INDEXES: weakref.WeakKeyDictionary[Database, GraphIndexes] = weakref.WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+_UNKNOWN = object()
+
+
+def _online_indexes(db: Database) -> frozenset[str]:
+    return frozenset(r["name"] for r in db.read_plain(query("meta.online_indexes")))
+
+
+def graph_indexes(db: Database, version: Any = _UNKNOWN) -> GraphIndexes:
+    """The indexes of the graph behind `db`, checked once per connection and graph version: read the
+    first time the connection asks (when the graph is opened for questions), then kept. Without
+    `version` the kept ones are returned; with it (a version a query just read) they are read again
+    if the graph has moved on since, e.g. to a build that added an index.
+
+    Retrievers that need an index a graph built by an older graphstrata lacks ask here instead of
+    catching the error of a query against it."""
+    with _INDEXES_LOCK:
+        have = _INDEXES.get(db)
+        if have is not None and (version is _UNKNOWN or have.version == version):
+            return have
+        if version is _UNKNOWN:
+            version = db.read_plain(query("meta.version"))[0]["version"]
+        # the version first: a change while the indexes are read makes the next check read again
+        have = _INDEXES[db] = GraphIndexes(version, _online_indexes(db))
+        return have

@@ -79,8 +79,8 @@ class WalkGraph:
         n = self.index.get(node)
         if n is None:
             return []
-        row = self.transition(types)[n]
-        return [self.ids[j] for j in row.indices if self.labels[j] == label]
+        m = self.transition(types)  # CSR: the row's columns read in place (indexing m[n] copies the row)
+        return [self.ids[j] for j in m.indices[m.indptr[n] : m.indptr[n + 1]] if self.labels[j] == label]
 
     def top(self, scores: np.ndarray, k: int, labels: tuple[str, ...] | None = None) -> list[tuple[str, str, float]]:
         """The k best-scoring nodes (of `labels`, if given) with a score above 0: (id, label, score)."""

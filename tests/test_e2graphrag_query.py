@@ -97,9 +97,13 @@ def test_query_entities_on_passage_sentences_and_titles() -> None:
 
 
 def test_one_sentence_questions_skip_the_parser_and_others_do_not() -> None:
+    from graphstrata.text.nlp import clear_cache, parsed_question
+
+    clear_cache()
     one = "Are Christopher Nolan and Sathish Kalathil both film directors?"
     doc = query_doc(one)
     assert not doc.has_annotation("DEP")  # the parser did not run
+    assert query_doc(one) is doc  # kept: parsed once
     assert len(list(doc.sents)) == 1
     assert [(e.text, e.label_) for e in doc.ents] == [(e.text, e.label_) for e in get_nlp()(one).ents]
     # two sentences: the order of the entities is sentence by sentence, as the parser splits them
@@ -110,4 +114,8 @@ def test_one_sentence_questions_skip_the_parser_and_others_do_not() -> None:
     # an inner mark that need not end a sentence still takes the full pipeline (conservative)
     assert not one_sentence(get_nlp().make_doc("What do E. B. White and Dan Masterson have in common?"))
     assert one_sentence(get_nlp().make_doc('Who wrote "Hello."?'))  # closing marks only
+    # auto's full parse (dependencies too) serves query_doc when it found the one sentence query_doc marks
+    full = parsed_question(one)
+    assert full.has_annotation("DEP") and query_doc(one) is full
+    assert query_entities(one) == [e for e in _analyse(get_nlp()(one)).mentions]
     assert query_entities("") == []

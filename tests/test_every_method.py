@@ -79,6 +79,48 @@ def test_every_method_stops_at_the_deadline(sample: GraphStrata) -> None:
             sample.retrieve(QUESTIONS[0], method)
 
 
+def test_fusion_reads_cleanly_from_many_threads_at_once(sample: GraphStrata, caplog: pytest.LogCaptureFixture) -> None:
+    """Fusion runs its methods in threads, and the server answers many questions at once, all on one
+    Database (one driver). The driver's sessions, transactions and results are not thread-safe; every
+    read must open its own (db.py). Sharing one showed as "Failed to read from defunct connection …
+    Expected structure, found marker 00" and a retry; here no read may fail, retry or differ."""
+    import logging
+    import threading
+
+    from graphstrata.retrieval.linking import clear_cache
+
+    questions = QUESTIONS[:4]
+    expected = {q: [(i.node_id, i.score) for i in sample.retrieve(q, "fusion").items] for q in questions}
+    caplog.set_level(logging.WARNING, logger="neo4j")
+    n = 8
+    start = threading.Barrier(n, timeout=60)  # all threads ask at once (a wait with a deadline, no sleep)
+    found: list[tuple[str, list, dict]] = []
+    failures: list[str] = []
+
+    def ask(k: int) -> None:
+        try:
+            start.wait()
+            for q in questions[k % 2 :] + questions[: k % 2]:
+                clear_cache()  # each question's entities and parse computed while others read
+                r = sample.retrieve(q, "fusion")
+                found.append((q, [(i.node_id, i.score) for i in r.items], r.notes.get("errors", {})))
+        except Exception as e:  # reported below
+            failures.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=ask, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a thread did not finish within 300 s"
+    assert not failures, failures
+    assert len(found) == n * len(questions)
+    assert all(not errors for _, _, errors in found), [e for _, _, e in found if e][:3]
+    assert all(items == expected[q] for q, items, _ in found)
+    driver = [r.getMessage() for r in caplog.records if r.name.startswith("neo4j")]
+    assert not driver, driver[:3]
+
+
 @pytest.fixture
 def haunted(sample: GraphStrata) -> tuple[GraphStrata, dict[str, int]]:
     gs, graph = sample, sample.db

@@ -22,30 +22,76 @@ WITH node, score WHERE node.id IS NOT NULL
 ORDER BY score DESC, node.id LIMIT $k
 RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score, 'name' AS matched_by;
 
-// name: seed_relations
-// Algorithm 2, line 2: relations adjacent to the seeds, those joining two seeds first, then by
-// similarity to the query. Shown as a triple "(subject; predicate; object)", never as prose (the
-// no-LLM extractor's predicates are lemmas), with a description a model or the user wrote.
-MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
-WHERE s.id IN $seeds AND r.id IS NOT NULL AND r.text IS NOT NULL
-WITH r, count(DISTINCT s) AS seeds
-RETURN r.id AS id,
+// name: question_context
+// Everything KET-RAG reads before its two channels split the budget, in one round trip:
+// - the seed entities: SEED_ENTITIES is replaced by seed_entities, or by seed_entities_by_name on a
+//   graph without the entity_description_embedding index;
+// - Algorithm 2, line 2: the relations adjacent to the seeds, those joining two seeds first, then by
+//   similarity to the query. Shown as a triple "(subject; predicate; object)", never as prose (the
+//   no-LLM extractor's predicates are lemmas), with a description a model or the user wrote;
+// - Algorithm 4, line 2: the keywords by similarity to the query, each with the ids and token counts
+//   of its sub-chunks (texts and scores are read for the few the channel keeps: subchunk_texts);
+// - the graph's version, which tells whether the indexes checked before are still the graph's.
+// $skeleton / $keywords: whether each channel runs (ketrag-keyword and ketrag-skeleton run one).
+CALL () {
+  WITH 1 AS one WHERE $skeleton
+  SEED_ENTITIES
+}
+WITH collect({id: id, name: name, description: description, score: score, matched_by: matched_by}) AS seeds
+CALL (seeds) {
+  WITH [s IN seeds | s.id] AS ids
+  MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
+  WHERE s.id IN ids AND r.id IS NOT NULL AND r.text IS NOT NULL
+  WITH r, count(DISTINCT s) AS joined
+  WITH r.id AS id,
        CASE WHEN r.subject IS NULL OR r.predicate IS NULL OR r.object IS NULL THEN r.text
             ELSE '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
                  CASE WHEN r.description IS NOT NULL AND coalesce(r.extractor, '') <> 'spacy'
                       THEN ': ' + r.description ELSE '' END
        END AS text,
-       seeds,
+       joined,
        CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
-ORDER BY seeds DESC, score DESC
-LIMIT $limit;
+  ORDER BY joined DESC, score DESC
+  LIMIT $limit
+  RETURN collect({id: id, text: text, seeds: joined, score: score}) AS relations
+}
+CALL () {
+  WITH 1 AS one WHERE $keywords
+  CALL db.index.vector.queryNodes('keyword_embedding', $keyword_candidates, $vector) YIELD node, score
+  WITH node, score WHERE node.id IS NOT NULL
+  WITH node, score ORDER BY score DESC LIMIT $keyword_k
+  CALL (node) {
+    MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
+    WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.tokens IS NOT NULL
+      AND s.embedding IS NOT NULL
+    RETURN collect({id: s.id, tokens: s.tokens}) AS subs
+  }
+  WITH node, subs WHERE size(subs) > 0
+  RETURN collect({term: node.term, subs: subs}) AS keywords
+}
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN seeds, relations, keywords, m.updated_at AS version;
 
 // name: adjacent_subchunks
 // Algorithm 2, line 3, on the rewired index: sub-chunks of the chunks most linked to the seed
-// entities (MENTIONS) and the chosen relations (HAS_RELATION), best-linked chunks first.
-MATCH (c:Chunk)-[l:MENTIONS|HAS_RELATION]->(x)
-WHERE x.id IN $ids
+// entities (MENTIONS) and the chosen relations (HAS_RELATION), best-linked chunks first. The links
+// are found from the seeds and relations (by their id indexes), not by scanning every chunk; among
+// chunks with equally many links the cut at $chunks keeps the ones it kept when it did scan: they
+// reach it in the order the scan gave them (the chunks' internal ids).
+CALL () {
+  MATCH (x:Entity) WHERE x.id IN $ids
+  MATCH (c:Chunk)-[l:MENTIONS]->(x)
+  RETURN c, l
+  UNION ALL
+  MATCH (x:Relation) WHERE x.id IN $ids
+  MATCH (c:Chunk)-[l:HAS_RELATION]->(x)
+  RETURN c, l
+}
 WITH c, count(l) AS links
+ORDER BY id(c)
+WITH collect([c, links]) AS scanned
+UNWIND scanned AS row
+WITH row[0] AS c, row[1] AS links
 ORDER BY links DESC LIMIT $chunks
 MATCH (c)-[:HAS_PART]->(s:SubChunk)
 WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
@@ -53,15 +99,10 @@ RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
        vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY links DESC, score DESC;
 
-// name: seed_keywords
-// Algorithm 4, line 2: keywords by similarity to the query, each with its sub-chunks.
-CALL db.index.vector.queryNodes('keyword_embedding', $candidates, $vector) YIELD node, score
-WHERE node.id IS NOT NULL
-WITH node, score ORDER BY score DESC LIMIT $k
-MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
-WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.tokens IS NOT NULL
-  AND s.embedding IS NOT NULL
-RETURN node.term AS term, score AS kscore,
-       collect({id: s.id, text: s.text, tokens: s.tokens, chunk: c.id, title: c.doc_title,
-                score: vector.similarity.cosine(s.embedding, $vector)}) AS subs
-ORDER BY kscore DESC;
+// name: subchunk_texts
+// The keyword channel's candidates (Algorithm 4, line 3): their texts, chunks and similarity to the query.
+UNWIND $ids AS id
+MATCH (s:SubChunk {id: id})<-[:HAS_PART]-(c:Chunk)
+WHERE c.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
+RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title,
+       vector.similarity.cosine(s.embedding, $vector) AS score;

@@ -82,3 +82,8 @@ RETURN c.id AS id, c.doc_title AS title;
 // When the stored graph last changed (in-memory walk graphs are read again after it moves).
 OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
 RETURN m.updated_at AS version;
+
+// name: online_indexes
+// The indexes queries can use now (a retriever checks for the ones it needs).
+SHOW INDEXES YIELD name, state WHERE state = 'ONLINE'
+RETURN name;

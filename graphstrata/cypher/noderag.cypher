@@ -25,10 +25,16 @@ RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIO
 
 // name: overview_search
 // §2.5 dual search, accurate part on O (the query entities' part on N is retrieval/linking.py):
-// full-text phrase match of the query's names on overview titles.
-CALL db.index.fulltext.queryNodes('overview_title_fulltext', $terms, {limit: $k}) YIELD node, score
-WHERE node.id IS NOT NULL
-RETURN node.id AS id, labels(node)[0] AS label, 'exact' AS via, score;
+// full-text phrase match of the query's names on overview titles (none when $terms is empty); and
+// the graph's version (which heterograph to walk), in the same round trip.
+CALL () {
+  WITH $terms AS terms WHERE terms <> ''
+  CALL db.index.fulltext.queryNodes('overview_title_fulltext', terms, {limit: $k}) YIELD node, score
+  WITH node, score WHERE node.id IS NOT NULL
+  RETURN collect({id: node.id, label: labels(node)[0], via: 'exact', score: score}) AS overviews
+}
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN overviews, m.updated_at AS version;
 
 // name: similarity_search
 // §2.5 dual search, similarity part: one top-k over all rich nodes S, A, H, T (the paper's single

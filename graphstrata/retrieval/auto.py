@@ -25,8 +25,10 @@ ingest. The route, the rule and the reason are in ``notes``, with the routed met
 
 from __future__ import annotations
 
+import contextvars
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,9 +78,9 @@ class Shape:
 
 def question_shape(question: str) -> Shape:
     """Parse the question once with the ingest spaCy pipeline and measure its shape."""
-    from graphstrata.text.nlp import _analyse, get_nlp
+    from graphstrata.text.nlp import _analyse, parsed_question
 
-    doc = get_nlp()(question)
+    doc = parsed_question(question)  # kept: the routed method's query entities read the same parse
     analysis = _analyse(doc)  # the very analysis query_entities() returns the mentions of
     entities = list(analysis.mentions)
     named = [key for key in entities if analysis.names.get(key, ("", "NOUN"))[1] not in VALUE_TYPES]
@@ -174,10 +176,15 @@ class AutoRetriever(Retriever):
 
     def _retrieve(self, question: str, p: AutoParams, t: Timer) -> Retrieved:
         installed = set(registered_methods())
-        with t.stage("classify"):
-            shape = question_shape(question)
-            chosen = route(shape, installed, p.try_sgrag)
-        result = self._run(question, chosen, p, t)
+        # every route but SG-RAG's embeds the question: the model runs beside the parse that picks the
+        # route (the routed method then finds the vector made, or waits for it: Retriever.embed_query);
+        # a failure there is the routed method's to report, when it embeds
+        with ThreadPoolExecutor(1, thread_name_prefix="auto-embed") as pool:
+            pool.submit(contextvars.copy_context().run, self.embed_query, question)
+            with t.stage("classify"):
+                shape = question_shape(question)
+                chosen = route(shape, installed, p.try_sgrag)
+            result = self._run(question, chosen, p, t)
         rerouted = None
         if chosen.method == "sgrag" and result.notes.get("fallback"):
             # SG-RAG answers only what it matches exactly; its 1-hop fallback is weaker than the next route.

@@ -258,8 +258,14 @@ def available_methods() -> dict[str, dict[str, Any]]:
     return {n: {"summary": c.summary, "parameters": c.Params.model_json_schema()} for n, c in sorted(METHODS.items())}
 
 
+_LOADED: list[bool] = []
+
+
 def _load_methods() -> None:
-    """Import every method module of this package: each registers its Retriever on import."""
+    """Import every method module of this package (each registers its Retriever on import), once:
+    listing the package's folder on every question would cost more than some methods' queries."""
+    if _LOADED:
+        return
     import importlib
     import pkgutil
 
@@ -268,12 +274,17 @@ def _load_methods() -> None:
     for mod in pkgutil.iter_modules(package.__path__):
         if mod.name not in ("base",):
             importlib.import_module(f"{package.__name__}.{mod.name}")
+    _LOADED.append(True)
 
 
 def warm(db: Database, concurrency: int = 2) -> None:
     """Build the projections the PPR methods walk (NodeRAG's heterograph, HippoRAG's passage graph)
-    now — after augment, at server start — so that the first question does not."""
+    and check the graph's indexes (:func:`graphstrata.schema.graph_indexes`) now — after augment, at
+    server start — so that the first question does not."""
     from graphstrata.retrieval import hipporag, noderag
+    from graphstrata.schema import graph_indexes
+    from graphstrata.walkgraph import graph_version
 
+    graph_indexes(db, graph_version(db))
     noderag.warm(db, concurrency)
     hipporag.warm(db, concurrency)

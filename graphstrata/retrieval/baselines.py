@@ -95,6 +95,6 @@ class FulltextRetriever(Retriever):
         if not q:
             return Retrieved([], Subgraph(), {"query": q})
         with t.stage("search"):
-            rows = self.db.read(query("retrieval.fulltext_chunks"), k=p.top_k, terms=q)
+            rows = self.db.read_plain(query("retrieval.fulltext_chunks"), k=p.top_k, terms=q)
         items = chunk_items(rows, "full-text (BM25) match of the question's words")
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), {"query": q})

@@ -135,7 +135,7 @@ class HippoRAGRetriever(Retriever):
             with t.stage("embed"):
                 vector = self.embed_query(question)
             with t.stage("seeds"):
-                row = self.db.read_one(
+                (row,) = self.db.read_plain(
                     query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector
                 )
             with t.stage("entities"):
@@ -157,7 +157,9 @@ class HippoRAGRetriever(Retriever):
         if not top:
             return Retrieved([], Subgraph(), notes)
         with t.stage("fetch"):
-            texts = {r["id"]: r for r in self.db.read(query("retrieval.chunks_by_id"), ids=[i for i, _, _ in top])}
+            texts = {
+                r["id"]: r for r in self.db.read_plain(query("retrieval.chunks_by_id"), ids=[i for i, _, _ in top])
+            }
         rows = [texts[i] | {"score": score} for i, _, score in top if i in texts]
         seeded = set(chunks)
         items = [

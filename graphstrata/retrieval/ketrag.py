@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from neo4j.exceptions import ClientError
 from pydantic import Field
 
 from graphstrata.cypher import query
@@ -33,7 +32,11 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.schema import graph_indexes
 from graphstrata.text.tokens import count_tokens
+
+#: seeds are matched by their descriptions' embeddings through this index (graphs built before it: by name)
+DESCRIPTION_INDEX = "entity_description_embedding"
 
 
 class KETRAGParams(RetrieverParams):
@@ -75,24 +78,59 @@ class KETRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question)
         skeleton_budget = round(lam * p.budget)
+        with t.stage("read"):
+            ctx = self._question_context(vector, p, skeleton=skeleton_budget > 0, keywords=lam < 1)
         items: list[ContextItem] = []
         notes: dict[str, Any] = {"lambda": lam}
         if skeleton_budget > 0:
             with t.stage("skeleton"):
-                sk, sk_notes = self._skeleton(vector, p, skeleton_budget)
+                sk, sk_notes = self._skeleton(vector, ctx, p, skeleton_budget)
             items += sk
             notes |= sk_notes
         used = sum(i.tokens for i in items)
         keyword_budget = p.budget - used
         if keyword_budget > 0 and lam < 1:
             with t.stage("keyword"):
-                kw, kw_notes = self._keyword(vector, p, keyword_budget, {i.node_id for i in items})
+                kw, kw_notes = self._keyword(vector, ctx["keywords"], p, keyword_budget, {i.node_id for i in items})
             items += kw
             notes |= kw_notes
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
-    def _skeleton(self, vector: list[float], p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
-        seeds = self._seeds(vector, p.seed_entities)
+    def _question_context(self, vector: list[float], p: KETRAGParams, skeleton: bool, keywords: bool) -> dict:
+        """Seeds, their relations, the seed keywords and the graph's version, in one round trip
+        (``ketrag.question_context``). Seeds are matched by description where the graph has the
+        description index: a graph built before it (checked per connection and graph version,
+        :func:`graphstrata.schema.graph_indexes`) matches them by name."""
+        indexes = graph_indexes(self.db)
+
+        def read(names: frozenset[str]) -> dict:
+            if DESCRIPTION_INDEX in names:
+                seeds = query("ketrag.seed_entities")
+            else:
+                seeds = query("ketrag.seed_entities_by_name")
+            text = query("ketrag.question_context").replace("SEED_ENTITIES", seeds)
+            (row,) = self.db.read_plain(
+                text,
+                skeleton=skeleton,
+                k=p.seed_entities,
+                candidates=hnsw_candidates(p.seed_entities),
+                limit=200,
+                keywords=keywords,
+                keyword_k=p.max_keywords,
+                keyword_candidates=hnsw_candidates(p.max_keywords),
+                vector=vector,
+            )
+            return row
+
+        row = read(indexes.names)
+        if row["version"] != indexes.version:  # the graph changed since its indexes were checked
+            fresh = graph_indexes(self.db, row["version"])
+            if (DESCRIPTION_INDEX in fresh.names) != (DESCRIPTION_INDEX in indexes.names):
+                row = read(fresh.names)
+        return row
+
+    def _skeleton(self, vector: list[float], ctx: dict, p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
+        seeds = ctx["seeds"]
         graph_budget = int(budget * p.relation_share)
         # the seed entities' descriptions open the context (GraphRAG local search)
         out = [
@@ -107,9 +145,6 @@ class KETRAGRetriever(Retriever):
         ]
         out = fit_items(out, graph_budget, stop_at_overflow=True)
         used = sum(i.tokens for i in out)
-        relations = self.db.read(
-            query("ketrag.seed_relations"), seeds=[s["id"] for s in seeds], vector=vector, limit=200
-        )
         related = [
             ContextItem(
                 node_id=r["id"],
@@ -118,13 +153,13 @@ class KETRAGRetriever(Retriever):
                 score=float(r["score"]),
                 why=f"relation adjacent to {r['seeds']} seed(s)",
             )
-            for r in relations
+            for r in ctx["relations"]
         ]
         related = fit_items(related, graph_budget - used, stop_at_overflow=True)
         chosen = [r.node_id for r in related]
         out += related
         used += sum(i.tokens for i in related)
-        subs = self.db.read(
+        subs = self.db.read_plain(
             query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
         )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
@@ -133,32 +168,22 @@ class KETRAGRetriever(Retriever):
         matched["name"] = len(seeds) - matched["description"]
         return out, {"seeds": [s["name"] for s in seeds], "seeds_matched_by": matched, "relations": len(chosen)}
 
-    def _seeds(self, vector: list[float], k: int) -> list[dict]:
-        args = {"k": k, "candidates": hnsw_candidates(k), "vector": vector}
-        try:
-            return self.db.read(query("ketrag.seed_entities"), **args)
-        except ClientError as e:  # a graph built before the description index: names only
-            if "entity_description_embedding" not in str(e):
-                raise
-            return self.db.read(query("ketrag.seed_entities_by_name"), **args)
-
     def _keyword(
-        self, vector: list[float], p: KETRAGParams, budget: int, taken: set[str]
+        self, vector: list[float], keywords: list[dict], p: KETRAGParams, budget: int, taken: set[str]
     ) -> tuple[list[ContextItem], dict]:
-        rows = self.db.read(
-            query("ketrag.seed_keywords"), k=p.max_keywords, candidates=hnsw_candidates(p.max_keywords), vector=vector
-        )
-        pool: dict[str, dict] = {}
+        pool: dict[str, None] = {}
         pool_tokens, seeds = 0, []
-        for r in rows:  # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens
+        for r in keywords:  # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens
             seeds.append(r["term"])
             for s in r["subs"]:
                 if s["id"] not in pool and s["id"] not in taken:
-                    pool[s["id"]] = s
+                    pool[s["id"]] = None
                     pool_tokens += s["tokens"]
             if pool_tokens >= p.keyword_pool * budget:
                 break
-        ranked = sorted(pool.values(), key=lambda s: -s["score"])  # line 3: rank the candidates by cosine
+        rows = {r["id"]: r for r in self.db.read_plain(query("ketrag.subchunk_texts"), ids=list(pool), vector=vector)}
+        found = [rows[i] for i in pool if i in rows]
+        ranked = sorted(found, key=lambda s: -s["score"])  # line 3: rank the candidates by cosine
         out = fit_items([_subchunk_item(s, "sub-chunk of a seed keyword") for s in ranked], budget)
         return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
 

@@ -64,9 +64,12 @@ def spacy_query_entities(question: str) -> list[str]:
 
 
 def clear_cache() -> None:
-    """Forget the questions' entities (benchmarks time each method without the others' work)."""
+    """Forget the questions' entities and parses (benchmarks time each method without the others' work)."""
+    from graphstrata.text import nlp
+
     _spacy_names.cache_clear()
     _CACHE.clear()
+    nlp.clear_cache()
 
 
 @lru_cache(maxsize=1024)  # methods fused on one question share the parse
@@ -134,10 +137,16 @@ def _lucene_words(name: str) -> str:
 
 
 def link_entities(db: Database, names: list[str], per_name: int = 3) -> list[LinkedEntity]:
-    """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms."""
+    """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms. Methods
+    linking the same names at the same time (fusion's HippoRAG and NodeRAG) share one read."""
     if not names:
         return []
-    rows = db.read(
+    key = ("link_entities", id(db), tuple(names), per_name)
+    return list(single_flight(key, lambda: _link_entities(db, names, per_name)))
+
+
+def _link_entities(db: Database, names: list[str], per_name: int) -> list[LinkedEntity]:
+    rows = db.read_plain(
         query("retrieval.link_entities"),
         names=[{"name": n, "normalized": normalize_name(n), "words": _lucene_words(n)} for n in names],
         per_name=per_name,

@@ -33,7 +33,7 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
-from graphstrata.walkgraph import WalkGraph, graph_version, walk_graph
+from graphstrata.walkgraph import WalkGraph, walk_graph
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
 VECTOR_INDEXES = {
@@ -160,8 +160,8 @@ class NodeRAGRetriever(Retriever):
         names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
         linked = link_entities(self.db, names)
         terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
-        overviews = self.db.read(query("noderag.overview_search"), terms=terms, k=k) if names else []
-        return names, source, linked, overviews, graph_version(self.db)
+        (row,) = self.db.read_plain(query("noderag.overview_search"), terms=terms, k=k)
+        return names, source, linked, row["overviews"], row["version"]
 
     def _retrieve(self, question: str, p: NodeRAGParams, t: Timer) -> Retrieved:
         # The accurate search (query entities from spaCy or the LLM, linked to N, matched on O) runs
@@ -171,7 +171,7 @@ class NodeRAGRetriever(Retriever):
             with t.stage("embed"):
                 vector = self.embed_query(question)
             with t.stage("similarity_search"):
-                rows = self.db.read(
+                rows = self.db.read_plain(
                     query("noderag.similarity_search"),
                     indexes=list(VECTOR_INDEXES.values()),
                     k=p.entry_k,
@@ -263,7 +263,7 @@ class NodeRAGRetriever(Retriever):
                 via.setdefault(c, []).append(f"{label} {why(i)}")
         items: list[ContextItem] = []
         if own:
-            for r in self.db.read(query("noderag.retrievable"), ids=own):
+            for r in self.db.read_plain(query("noderag.retrievable"), ids=own):
                 items.append(
                     ContextItem(
                         node_id=r["id"],
@@ -274,7 +274,7 @@ class NodeRAGRetriever(Retriever):
                         chunk_ids=r["chunks"],
                     )
                 )
-        for r in self.db.read(query("retrieval.chunks_by_id"), ids=list(mass)):
+        for r in self.db.read_plain(query("retrieval.chunks_by_id"), ids=list(mass)):
             c = r["id"]
             items.append(
                 ContextItem(

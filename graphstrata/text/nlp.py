@@ -10,7 +10,8 @@ same analysis of its stored text.
 
 from __future__ import annotations
 
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -137,8 +138,12 @@ def one_sentence(doc: Doc) -> bool:
 
 
 def query_doc(text: str) -> Doc:
-    """The question through the ingest pipeline, without the dependency parser when the question is
-    one sentence (most are; the parser is ~12% of the pipeline's time on a question).
+    """The question through the ingest pipeline, parsed once however many methods ask about it at the
+    same time (fusion: linking's names and E2GraphRAG's entities read the same parse) and kept for the
+    last questions (:func:`clear_cache` forgets them). Callers only read the returned Doc.
+
+    Without the dependency parser when the question is one sentence (most are; the parser is ~12% of
+    the pipeline's time on a question).
 
     What the parser gives that the analysis reads: sentence ends (``doc.sents``, and NER never lets
     an entity cross one), and the dependency labels that some ``attribute_ruler`` rules test. Those
@@ -150,15 +155,62 @@ def query_doc(text: str) -> Doc:
     passages and its 994 titles give identical entity lists (tests/test_e2graphrag_query.py repeats
     it on the questions and a sample of the rest). A question with a sentence mark or line break
     inside gets the full pipeline, the parser deciding where its sentences end.
+
+    For the same reason a full parse of the question (:func:`parsed_question`, which ``auto`` makes to
+    read its shape) serves here when it found one sentence where this would mark one: the question
+    is then parsed once, not twice.
     """
+    return _question_doc(text, dependencies=False)
+
+
+def parsed_question(text: str) -> Doc:
+    """The question through the whole pipeline, dependency parser included; kept as :func:`query_doc`'s
+    parses are (and serving them)."""
+    return _question_doc(text, dependencies=True)
+
+
+_KEEP = 64  # parsed questions kept
+_DOCS: OrderedDict[str, tuple[Doc, bool]] = OrderedDict()  # question -> (parse, whether a full one)
+_DOCS_LOCK = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the parsed questions (benchmarks time each method's own parse)."""
+    with _DOCS_LOCK:
+        _DOCS.clear()
+
+
+def _question_doc(text: str, dependencies: bool) -> Doc:
+    with _DOCS_LOCK:
+        have = _DOCS.get(text)
+        if have is not None and (have[1] or not dependencies):
+            _DOCS.move_to_end(text)
+            return have[0]
+    from graphstrata.retrieval.shared import single_flight
+
+    return single_flight(("question_doc", text, dependencies), lambda: _parse_and_keep(text, dependencies))
+
+
+def _parse_and_keep(text: str, dependencies: bool) -> Doc:
     nlp = get_nlp()
     doc = nlp.make_doc(text)
-    if not len(doc) or not one_sentence(doc):
-        return nlp(doc)
-    doc[0].is_sent_start = True
-    for token in doc[1:]:
-        token.is_sent_start = False
-    for name, component in nlp.pipeline:
-        if name != "parser":
-            doc = component(doc)
+    one = bool(len(doc)) and one_sentence(doc)
+    if dependencies or not one:
+        doc = nlp(doc)
+        # serves query_doc too, unless the parser split what query_doc would mark as one sentence
+        full = not (one and len(list(doc.sents)) > 1)
+    else:
+        doc[0].is_sent_start = True
+        for token in doc[1:]:
+            token.is_sent_start = False
+        for name, component in nlp.pipeline:
+            if name != "parser":
+                doc = component(doc)
+        full = False
+    if full or not dependencies:
+        with _DOCS_LOCK:
+            _DOCS[text] = (doc, full)
+            _DOCS.move_to_end(text)
+            while len(_DOCS) > _KEEP:
+                _DOCS.popitem(last=False)
     return doc

@@ -8,7 +8,7 @@ tiktoken itself downloads its table on first use, which an offline machine canno
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 import bpe_openai
 
@@ -44,7 +44,20 @@ def encode(text: str) -> list[int]:
     return ids
 
 
+#: texts up to this many characters have their counts kept (passages, sub-chunks, items; not documents)
+KEPT_CHARS = 10_000
+
+
 def count_tokens(text: str) -> int:
+    """cl100k tokens of `text`. The counts of recent short texts are kept: the methods fused on one
+    question return many of the same passages, and a popular passage comes back question after
+    question (the encoder holds the interpreter while it runs: a count costs about as much as a
+    query's decoding)."""
+    return _kept_count(text) if len(text) <= KEPT_CHARS else len(encode(text))
+
+
+@lru_cache(maxsize=4096)
+def _kept_count(text: str) -> int:
     return len(encode(text))
 
 
