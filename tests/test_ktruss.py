@@ -561,10 +561,10 @@ def test_q_peel_equals_the_literal_algorithm(seed: int, dense: bool, monkeypatch
     dim = 6
     emb = rng.normal(size=(G.number_of_nodes(), dim))
     q = rng.normal(size=dim)
+    while not nx.k_truss(G, k).number_of_edges():  # the largest k up to the drawn one that has a truss
+        k -= 1
     truss = nx.k_truss(G, k)
     comps = [c for c in nx.connected_components(truss) if len(c) > 1]
-    if not comps:
-        pytest.skip("no k-truss")
     for comp in comps:
         H = nx.Graph(truss.subgraph(comp))
         c = q_peel_component(edge_array(H), emb, q, k)
