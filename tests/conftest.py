@@ -139,9 +139,8 @@ def empty_db(db: Database) -> Database:
     return db
 
 
-@pytest.fixture
-def graph(db: Database) -> Database:
-    """A wiped database with graphstrata's schema applied for the local embedding model."""
+def fresh_graph(db: Database) -> Database:
+    """Wipe ``db`` and apply graphstrata's schema for the local embedding model (for fixtures of any scope)."""
     from graphstrata.embed import get_embedder
     from graphstrata.schema import apply_schema
 
@@ -149,6 +148,12 @@ def graph(db: Database) -> Database:
     emb = get_embedder()
     apply_schema(db, emb.name, emb.dim)
     return db
+
+
+@pytest.fixture
+def graph(db: Database) -> Database:
+    """A wiped database with graphstrata's schema applied for the local embedding model."""
+    return fresh_graph(db)
 
 
 @pytest.fixture

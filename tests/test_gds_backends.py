@@ -42,13 +42,9 @@ DOCS = [
 @pytest.fixture(scope="module")
 def augmented(db: Database, neo4j_settings: Settings) -> GraphStrata:
     from graphstrata.embed import get_embedder
-    from graphstrata.schema import apply_schema
-    from tests.conftest import wipe
+    from tests.conftest import fresh_graph
 
-    wipe(db)
-    emb = get_embedder()
-    apply_schema(db, emb.name, emb.dim)
-    gs = GraphStrata(neo4j_settings, db=db, embedder=emb)
+    gs = GraphStrata(neo4j_settings, db=fresh_graph(db), embedder=get_embedder())
     gs.ingest_texts(DOCS)
     gs.augment()
     return gs

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from graphstrata.algorithms.ktruss import IntArray, connected_components, simplify_edges, truss_decomposition
+from graphstrata.algorithms.ktruss import IntArray, component_edges, simplify_edges, truss_decomposition
 from graphstrata.algorithms.qpeel import Community, cosine_similarities, q_peel_component
 from graphstrata.text.tokens import fit
 
@@ -35,12 +35,7 @@ class TrussIndex:
     def components(self, k: int) -> list[tuple[IntArray, IntArray]]:
         """The connected components of T_k as (nodes, edges), largest first."""
         if k not in self._components:
-            tk = self.edges[self.truss >= k]
-            out = []
-            for nodes in connected_components(tk):
-                inside = np.isin(tk[:, 0], nodes)  # an edge of T_k lies in the component of either end
-                out.append((nodes, tk[inside]))
-            self._components[k] = out
+            self._components[k] = component_edges(self.edges[self.truss >= k])
         return self._components[k]
 
 

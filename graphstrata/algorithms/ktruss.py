@@ -367,6 +367,23 @@ def connected_components(edges: npt.ArrayLike) -> list[IntArray]:
     return comps
 
 
+def component_edges(edges: npt.ArrayLike) -> list[tuple[IntArray, IntArray]]:
+    """:func:`connected_components` of the graph ``edges``, each with its own rows of ``edges``:
+    ``(nodes, edges)`` per component, in the same order."""
+    arr = _as_edge_array(edges)
+    components = connected_components(arr)
+    if not components:
+        return []
+    # every node to its component, so each component's edges come out in one pass
+    comp_nodes = np.concatenate(components)
+    comp_of = np.repeat(np.arange(len(components)), [c.size for c in components])
+    by_node = np.argsort(comp_nodes)
+    edge_comp = comp_of[by_node[np.searchsorted(comp_nodes, arr[:, 0], sorter=by_node)]]
+    edge_order = np.argsort(edge_comp, kind="stable")
+    bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(components) + 1))
+    return [(c, arr[edge_order[bounds[i] : bounds[i + 1]]]) for i, c in enumerate(components)]
+
+
 def k_truss_components(edges: npt.ArrayLike, k: int, n_nodes: int | None = None) -> list[IntArray]:
     """Node sets (sorted original ids) of the connected components of the maximal k-truss.
 

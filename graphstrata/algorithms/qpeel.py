@@ -41,7 +41,7 @@ from scipy.sparse import csgraph
 
 from graphstrata.algorithms.ktruss import (
     IntArray,
-    connected_components,
+    component_edges,
     k_truss,
     simplify_edges,
 )
@@ -162,7 +162,24 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-class _PeelState:
+class _Retirement:
+    """What both peel states keep alike: which nodes are alive, |S|, |E| and the witness watchers."""
+
+    alive: Any
+    size: int
+    n_edges: int
+    watchers: list[list[int]]
+
+    def _retire(self, x: int, degree: int) -> list[int]:
+        """Book ``x``'s removal (its ``degree`` edges gone); the nodes whose witness it was."""
+        self.n_edges -= degree
+        self.alive[x] = False
+        self.size -= 1
+        freed, self.watchers[x] = self.watchers[x], []
+        return freed
+
+
+class _PeelState(_Retirement):
     """The working subgraph G[S] of one component: adjacency sets and per-edge triangle support.
 
     A node whose removal was found invalid keeps a *witness*: two alive nodes ``(a, b)`` whose
@@ -240,9 +257,6 @@ class _PeelState:
         cut_off = next((b for b in nbrs if b not in reached), None)
         return None if cut_off is None else (start, cut_off)
 
-    def can_remove(self, x: int) -> bool:
-        return self.blocker(x) is None
-
     def remove(self, x: int) -> list[int]:
         """Remove ``x``; the nodes whose witness it was (they must be checked again)."""
         nbrs = self.adj[x]
@@ -253,15 +267,11 @@ class _PeelState:
         for a in nbrs:
             self.adj[a].discard(x)
             del self.support[(a, x) if a < x else (x, a)]
-        self.n_edges -= len(nbrs)
         self.adj[x] = set()
-        self.alive[x] = False
-        self.size -= 1
-        freed, self.watchers[x] = self.watchers[x], []
-        return freed
+        return self._retire(x, len(nbrs))
 
 
-class _DensePeelState:
+class _DensePeelState(_Retirement):
     """:class:`_PeelState` on dense numpy matrices (adjacency and support), for components of up to
     ``DENSE_LIMIT`` nodes: the same checks and witnesses, each a few array operations over the
     removed node's neighbourhood instead of a Python loop over its triangles."""
@@ -312,9 +322,6 @@ class _DensePeelState:
         cut_off = nbrs[~self._reach(rest, int(nbrs[0]))[nbrs]]
         return None if cut_off.size == 0 else (int(nbrs[0]), int(cut_off[0]))
 
-    def can_remove(self, x: int) -> bool:
-        return self.blocker(x) is None
-
     def remove(self, x: int) -> list[int]:
         nbrs = np.flatnonzero(self.adj[x])
         block = np.ix_(nbrs, nbrs)
@@ -322,11 +329,7 @@ class _DensePeelState:
         self.support[block] = support - (support > 0)  # each edge among them loses the triangle with x
         self.adj[x, nbrs] = self.adj[nbrs, x] = False
         self.support[x, nbrs] = self.support[nbrs, x] = 0
-        self.n_edges -= nbrs.size
-        self.alive[x] = False
-        self.size -= 1
-        freed, self.watchers[x] = self.watchers[x], []
-        return freed
+        return self._retire(x, nbrs.size)
 
 
 DENSE_LIMIT = 4000  # nodes; a dense state of n nodes holds 5 n^2 bytes (80 MB at the limit)
@@ -418,18 +421,7 @@ def q_peel_communities(
     tk = g.edges()[k_truss(g.edges(), k)]  # line 3: T_k
     if tk.size == 0:
         return []
-    components = connected_components(tk)  # line 4: C
-    # Map every node of T_k to its component so each component's edges come out in one pass.
-    comp_nodes = np.concatenate(components)
-    comp_of = np.repeat(np.arange(len(components)), [c.size for c in components])
-    by_node = np.argsort(comp_nodes)
-    edge_comp = comp_of[by_node[np.searchsorted(comp_nodes, tk[:, 0], sorter=by_node)]]
-    edge_order = np.argsort(edge_comp, kind="stable")
-    bounds = np.searchsorted(edge_comp[edge_order], np.arange(len(components) + 1))
-    result = [
-        q_peel_component(tk[edge_order[bounds[i] : bounds[i + 1]]], embeddings, query, k)
-        for i in range(len(components))
-    ]
+    result = [q_peel_component(comp, embeddings, query, k) for _, comp in component_edges(tk)]  # line 4: C
     result.sort(key=lambda c: -c.qrscore)  # stable: line 12 only replaces H' on a strict improvement
     return result
 
