@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from neo4j import READ_ACCESS, Bookmarks, Driver, GraphDatabase, ManagedTransaction, Query
+from neo4j import READ_ACCESS, Bookmarks, Driver, GraphDatabase, ManagedTransaction, Query, Record
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
 from graphstrata import limits
@@ -27,6 +27,31 @@ class ConnectionError_(RuntimeError):
 class TransactionTooLarge(RuntimeError):
     """Neo4j refused a transaction for exceeding its per-transaction memory limit
     (``db.memory.transaction.max``). Not retried: the same work would exceed it again."""
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``Record.data()`` would return ``value`` unchanged: no node, relationship or path in it
+    (those it turns into maps and tuples). Lists of scalars, embeddings above all, are checked at C
+    speed: ``data()`` visits each element through a chain of isinstance checks."""
+    t = type(value)
+    if t in _SCALARS:
+        return True
+    if t is list:
+        return _SCALARS.issuperset(map(type, value)) or all(_plain(x) for x in value)
+    if t is dict:
+        return all(_plain(x) for x in value.values())
+    return False  # graph types (and temporal or spatial values, which data() keeps: it decides)
+
+
+def record_dict(record: Record) -> dict[str, Any]:
+    """``record.data()``, without its walk over every nested value when nothing would change."""
+    values = record.values()
+    if all(_plain(v) for v in values):
+        return dict(zip(record.keys(), values, strict=True))
+    return record.data()
 
 
 def is_transaction_memory_limit(error: BaseException) -> bool:
@@ -73,13 +98,22 @@ def _bounded(text: str) -> Query:
     return Query(text, timeout=max(left, 0.001))
 
 
+class Rows(list):
+    """A batch of rows as a query parameter. The driver formats every RUN's parameters for its debug
+    log whether or not that log is on (neo4j 6.4 ``_bolt6.py``: ``" ".join(map(repr, fields))``);
+    for rows of embeddings that repr cost 30% of an ingest's write time. This one is short."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} rows>"
+
+
 def batched(rows: Sequence[T] | Iterable[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
+    batch: list[T] = Rows()
     for row in rows:
         batch.append(row)
         if len(batch) >= size:
             yield batch
-            batch = []
+            batch = Rows()
     if batch:
         yield batch
 
@@ -137,7 +171,7 @@ class Database:
                     routing_=routing,
                     bookmark_manager_=self._bookmarks,
                 )
-                return [r.data() for r in records]
+                return [record_dict(r) for r in records]
             except Neo4jError as e:
                 if attempt == 2 or not is_bookmark_ahead(e):
                     raise
@@ -197,7 +231,7 @@ class Database:
     def auto(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """An auto-commit (implicit) transaction: needed by `CALL { … } IN TRANSACTIONS`."""
         with self.driver.session(database=self.database) as session:
-            return [r.data() for r in session.run(Query(query), params)]
+            return [record_dict(r) for r in session.run(Query(query), params)]
 
     # --- transactions ---------------------------------------------------------------------
     def write_tx(self, work: Callable[[ManagedTransaction], T], max_retry_time: float = 30.0) -> T:

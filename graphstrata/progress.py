@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -37,6 +38,7 @@ class Tracker:
         self.tasks: dict[str, object] = {}
         self.counts: dict[str, list[int]] = {}  # stage -> [done, total]
         self.seconds: dict[str, float] = defaultdict(float)
+        self._lock = threading.Lock()  # ingest's stages run on three threads
 
     def _start(self) -> None:
         if self.show and self.bar is None:
@@ -63,31 +65,36 @@ class Tracker:
 
     @contextlib.contextmanager
     def stage(self, name: str, total: int | None = None) -> Iterator[Advance]:
-        self._start()
-        counts = self.counts.setdefault(name, [0, 0])
-        counts[1] += total or 0
-        task = None
-        if self.bar is not None and total != 0:
-            if name in self.tasks:
-                task = self.tasks[name]
-                self.bar.update(task, total=counts[1])
-            else:
-                task = self.tasks[name] = self.bar.add_task(name, total=total)
+        with self._lock:
+            self._start()
+            counts = self.counts.setdefault(name, [0, 0])
+            counts[1] += total or 0
+            task = None
+            if self.bar is not None and total != 0:
+                if name in self.tasks:
+                    task = self.tasks[name]
+                    self.bar.update(task, total=counts[1])
+                else:
+                    task = self.tasks[name] = self.bar.add_task(name, total=total)
+            now = counts[0], counts[1]
         if self.on_progress is not None and total:
-            self.on_progress(name, counts[0], counts[1])
+            self.on_progress(name, *now)
 
         def advance(n: int = 1) -> None:
-            counts[0] += n
-            if task is not None:
-                self.bar.advance(task, n)
-            if self.on_progress is not None and counts[1]:
-                self.on_progress(name, counts[0], counts[1])
+            with self._lock:
+                counts[0] += n
+                if task is not None:
+                    self.bar.advance(task, n)
+                now = counts[0], counts[1]
+            if self.on_progress is not None and now[1]:
+                self.on_progress(name, *now)
 
         started = time.perf_counter()
         try:
             yield advance
         finally:
-            self.seconds[name] += time.perf_counter() - started
+            with self._lock:
+                self.seconds[name] += time.perf_counter() - started
             if task is not None and total is None:
                 self.bar.update(task, total=1, completed=1)
 

@@ -39,7 +39,10 @@ def counts(db: Database) -> dict:
     return labels | rels
 
 
-def test_chunk_knn_matches_brute_force(ctx: AugmentContext) -> None:
+@pytest.mark.parametrize("exact_up_to", [20_000, 0], ids=["exact", "gds-knn"])
+def test_chunk_knn_matches_brute_force(ctx: AugmentContext, exact_up_to: int) -> None:
+    # both ways to the layer: exact top-k in numpy, and GDS KNN (what larger graphs get)
+    ctx.params = ctx.params.model_copy(update={"knn_exact_max_nodes": exact_up_to})
     run(ctx, ["chunk_knn"])
     db = ctx.db
     chunks = db.read("MATCH (c:Chunk) RETURN c.id AS id, c.embedding AS e ORDER BY id")

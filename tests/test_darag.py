@@ -519,38 +519,56 @@ def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
         assert sorted(coarse["chunks"]) == sorted(ids[i] for i in best[2])
 
 
-def test_chunk_attribute_is_the_embedding_of_title_and_description(gs: Any) -> None:
-    """§4.1: a chunk's attribute in L_C embeds the title + description extraction wrote for it; the
-    stage re-embeds only what changed, and a chunk with neither keeps none (its text's vector serves)."""
+def test_chunk_attribute_is_the_embedding_of_title_and_description(
+    graph: Database, neo4j_settings: Settings, fake_openai: Any, tmp_path: Path
+) -> None:
+    """§4.1: a chunk's attribute in L_C embeds the title + description the model wrote for it at
+    extraction (the real client against the fake OpenAI-compatible server); the stage re-embeds only
+    what changed; a chunk with no model's description (spaCy's extractive one, none at all) keeps
+    none, and its text's vector serves."""
     from graphstrata.augment.darag import attribute_text
+    from graphstrata.client import GraphStrata
     from graphstrata.ingest.pipeline import IngestOptions
+    from tests.fake_openai import CHAT_MODEL
 
+    settings = neo4j_settings.model_copy(
+        update={
+            "openai_base_url": fake_openai.base_url,
+            "openai_api_key": fake_openai.api_key,
+            "chat_model": CHAT_MODEL,
+            "cache_dir": tmp_path / "cache",
+        }
+    )
+    gs = GraphStrata(settings, db=graph)
     docs = [
         ("Curie", "Marie Curie discovered polonium in Paris. She won two Nobel Prizes."),
         ("Danube", "The Danube flows through Vienna and Budapest into the Black Sea."),
     ]
-    gs.ingest_texts(docs, IngestOptions(extractor="spacy"))
+    gs.ingest_texts(docs, IngestOptions(extractor="llm"))
+    gs.ingest_texts([("Rhine", "The Rhine flows through Basel and Cologne.")], IngestOptions(extractor="spacy"))
     gs.ingest_texts([("Bare", "A text written with no extraction at all.")], IngestOptions(extractor="none"))
     (report,) = gs.augment(["darag_chunk_attributes"])
     rows = gs.db.read(
         "MATCH (c:Chunk) RETURN c.doc_title AS doc, c.title AS title, c.description AS description, "
-        "c.attribute_embedding AS attribute ORDER BY doc"
+        "c.extractor AS extractor, c.attribute_embedding AS attribute ORDER BY doc"
     )
-    described = [r for r in rows if r["doc"] != "Bare"]
-    assert all(r["title"] and r["description"] for r in described)
+    described = [r for r in rows if r["doc"] in ("Curie", "Danube")]
+    assert all(r["title"] and r["description"] and r["extractor"] == "llm" for r in described)
     # independent reference: embed "title\ndescription" ourselves
     expected = gs.embedder.embed([f"{r['title'].strip()}\n{r['description'].strip()}" for r in described])
     got = np.asarray([r["attribute"] for r in described])
     assert np.allclose(got, expected, atol=1e-6)
-    assert attribute_text(None, " ") is None
+    assert attribute_text(None, " ", "llm") is None
+    rhine = next(r for r in rows if r["doc"] == "Rhine")
+    assert rhine["title"] and rhine["extractor"] == "spacy" and rhine["attribute"] is None
     assert next(r for r in rows if r["doc"] == "Bare")["attribute"] is None
-    assert report.counts == {"chunks": 3, "with_attribute": 2, "embedded": 2, "cleared": 0}
+    assert report.counts == {"chunks": 4, "with_attribute": 2, "embedded": 2, "cleared": 0}
     (again,) = gs.augment(["darag_chunk_attributes"])
     assert again.counts["embedded"] == 0  # nothing changed
     # the retriever's coarse EACS uses them (or the text's vectors when asked)
     question = "Where did Marie Curie discover polonium?"
-    assert gs.retrieve(question, "darag").notes["coarse"]["described"] == 2
-    assert gs.retrieve(question, "darag", chunk_attribute="text").notes["coarse"]["described"] == 0
+    assert gs.retrieve(question, "darag", use_llm=False).notes["coarse"]["described"] == 2
+    assert gs.retrieve(question, "darag", use_llm=False, chunk_attribute="text").notes["coarse"]["described"] == 0
     # a chunk that lost its description loses its attribute
     gs.db.write("MATCH (c:Chunk {doc_title: 'Danube'}) REMOVE c.title, c.description")
     (cleared,) = gs.augment(["darag_chunk_attributes"])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from graphstrata.text.nlp import _analyse, get_nlp, one_sentence, query_doc, query_entities
+from graphstrata.text.nlp import analyse, get_nlp, one_sentence, query_doc, query_entities
 
 pytestmark = pytest.mark.slow  # checks the parser shortcut on every question and passage sample
 
@@ -67,7 +67,7 @@ def dataset(name: str) -> list[dict]:
 
 def full_pipeline_entities(text: str) -> list[str]:
     """What ingest's analysis finds in the text: every component, the parser included."""
-    return list(_analyse(get_nlp()(text)).mentions)
+    return list(analyse(get_nlp()(text)).mentions)
 
 
 def variants(questions: list[str]) -> list[str]:
@@ -117,5 +117,5 @@ def test_one_sentence_questions_skip_the_parser_and_others_do_not() -> None:
     # auto's full parse (dependencies too) serves query_doc when it found the one sentence query_doc marks
     full = parsed_question(one)
     assert full.has_annotation("DEP") and query_doc(one) is full
-    assert query_entities(one) == [e for e in _analyse(get_nlp()(one)).mentions]
+    assert query_entities(one) == [e for e in analyse(get_nlp()(one)).mentions]
     assert query_entities("") == []

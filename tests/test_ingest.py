@@ -282,3 +282,83 @@ def test_failure_mid_replacement_keeps_the_old_version(gs: GraphStrata, fault, a
     with pytest.raises(Boom):
         gs.ingest_texts([("curie", CURIE.replace("Warsaw", "Krakow"))], OPTS)
     assert snapshot(gs.db) == before
+
+
+# --- batches: the next one is prepared while Neo4j writes the last -----------------------------------
+
+SHARED = [
+    (f"doc-{i}", f"Marie Curie met Albert Einstein in Brussels in {1900 + i}. Paul Langevin {i} joined them.")
+    for i in range(5)
+]
+
+
+def test_batches_of_any_size_build_the_same_graph_and_embed_each_name_once(
+    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gs.ingest_texts(SHARED, OPTS)
+    whole = snapshot(graph)
+    from tests.conftest import wipe
+
+    wipe(graph)
+    embedded: list[str] = []
+    embed = gs.embedder.embed
+
+    def recording(texts, *args, **kwargs):
+        embedded.extend(texts)
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(gs.embedder, "embed", recording)
+    # one document per batch: each batch's entities are read after the previous batch's write
+    gs.ingest_texts(SHARED, OPTS.model_copy(update={"batch_documents": 1}))
+    assert snapshot(graph) == whole
+    names = [r["name"] for r in graph.read("MATCH (e:Entity) RETURN e.name AS name")]
+    assert "Marie Curie" in names and "Albert Einstein" in names
+    assert all(embedded.count(n) == 1 for n in names), [n for n in names if embedded.count(n) != 1]
+    missing = graph.read_one("MATCH (e:Entity) WHERE e.embedding IS NULL RETURN count(e) AS n")["n"]
+    assert missing == 0
+
+
+def test_next_batch_is_parsed_while_the_last_is_written(gs: GraphStrata, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from graphstrata.ingest import pipeline
+
+    parses = []
+    second_parse = threading.Event()
+    parse = pipeline.parse_texts
+
+    def counting(texts, *args, **kwargs):
+        parses.append(len(texts))
+        if len(parses) == 2:
+            second_parse.set()
+        return parse(texts, *args, **kwargs)
+
+    def hook(name: str) -> None:
+        # the first batch's write holds its transaction until the second batch is being parsed
+        if name == "set_documents" and not second_parse.is_set() and len(parses) == 1:
+            assert second_parse.wait(120), "the second batch was not parsed while the first was written"
+
+    monkeypatch.setattr(pipeline, "parse_texts", counting)
+    monkeypatch.setattr(write, "FAULT_HOOK", hook)
+    report = gs.ingest_texts(SHARED[:2], OPTS.model_copy(update={"batch_documents": 1}))
+    assert report.documents_new == 2 and len(parses) == 2
+
+
+def test_a_failure_preparing_a_batch_lets_the_write_under_way_end_whole(
+    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphstrata.ingest import pipeline
+
+    parse, calls = pipeline.parse_texts, []
+
+    def failing(texts, *args, **kwargs):
+        calls.append(texts)
+        if len(calls) == 2:
+            raise Boom("the second batch's parse fails")
+        return parse(texts, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "parse_texts", failing)
+    with pytest.raises(Boom):
+        gs.ingest_texts(SHARED[:3], OPTS.model_copy(update={"batch_documents": 1}))
+    docs = graph.read("MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c) RETURN d.title AS t, count(c) AS n")
+    assert [(d["t"], d["n"]) for d in docs] == [("doc-0", 1)]  # the first batch, whole; nothing of the rest

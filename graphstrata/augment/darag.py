@@ -1,5 +1,5 @@
-"""DA-RAG §4.1 Semantic Chunk Layer: each chunk's attribute vector (the embedding of its title and
-description, from extraction) and the layer's edges (chunks c_i and c_j are linked when a relation of
+"""DA-RAG §4.1 Semantic Chunk Layer: each chunk's attribute vector (the embedding of the title and
+description a model wrote for it at extraction) and the layer's edges (chunks c_i and c_j are linked when a relation of
 the knowledge graph joins an entity extracted from c_i to one extracted from c_j)."""
 
 from __future__ import annotations
@@ -7,9 +7,18 @@ from __future__ import annotations
 from graphstrata.augment import AugmentContext, StageReport, refresh_text_vectors, stage
 from graphstrata.cypher import query
 
+#: Extractors whose chunk title and description the attribute embeds. spaCy's are extractive (the
+#: chunk's first sentences and key phrases): as the attribute they measure below the text's own vector
+#: (bench/results/graphs-darag-layer.md), which is what DA-RAG then uses, and embedding them would
+#: cost as much as embedding the chunks again.
+DESCRIBING_EXTRACTORS = frozenset({"llm"})
 
-def attribute_text(title: str | None, description: str | None) -> str | None:
-    """What a chunk's attribute embeds: its title and description, or None when it has neither."""
+
+def attribute_text(title: str | None, description: str | None, extractor: str | None) -> str | None:
+    """What a chunk's attribute embeds: the title and description a model wrote, or None (no
+    extraction, your own triples, or spaCy's extractive substitute)."""
+    if extractor not in DESCRIBING_EXTRACTORS:
+        return None
     parts = [x.strip() for x in (title, description) if x and x.strip()]
     return "\n".join(parts) if parts else None
 
@@ -17,9 +26,9 @@ def attribute_text(title: str | None, description: str | None) -> str | None:
 @stage("darag_chunk_attributes", order=58)
 def darag_chunk_attributes(ctx: AugmentContext) -> StageReport:
     """Embeds the title + description of chunks whose text for it changed since the last run; a chunk
-    with neither (no extraction, or your own triples) keeps none, and DA-RAG uses its text's vector."""
+    without a model's (see :func:`attribute_text`) keeps none, and DA-RAG uses its text's vector."""
     rows = ctx.db.read(query("augment.chunk_attribute_state"))
-    texts = [(r["id"], attribute_text(r["title"], r["description"]), r["key"]) for r in rows]
+    texts = [(r["id"], attribute_text(r["title"], r["description"], r["extractor"]), r["key"]) for r in rows]
     embedded, cleared = refresh_text_vectors(
         ctx, texts, "attribute", "augment.write_chunk_attributes", "augment.clear_chunk_attributes", "chunk attributes"
     )

@@ -27,6 +27,12 @@ class AugmentParams(BaseModel):
     semantic_graph: Literal["knn", "hnsw"] = Field(
         "knn", description="semantic_edges: GDS KNN or NodeRAG's HNSW base layer (algorithms/hnsw.py)"
     )
+    knn_exact_max_nodes: int = Field(
+        20_000,
+        ge=0,
+        description="chunk_knn, entity_similarity, semantic_edges: exact top-k (numpy) up to this many nodes, "
+        "GDS KNN's NN-descent beyond",
+    )
     betweenness_samples: int | None = Field(
         10, ge=1, description="important_entities: NodeRAG Algorithm 1, sampled betweenness (k = 10; None: exact)"
     )

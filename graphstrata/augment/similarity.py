@@ -1,11 +1,12 @@
-"""Similarity layers built with GDS KNN (and, for KET-RAG's lexical half, a sparse product).
+"""Similarity layers: top-k by embedding cosine, exact (graphstrata/algorithms/knn.py) up to
+``knn_exact_max_nodes`` nodes and GDS KNN beyond, and, for KET-RAG's lexical half, a sparse product.
 
 - `chunk_knn` — KET-RAG §5.1 KNN graph on chunks: each chunk to its top-k chunks by embedding
   cosine (kind 'semantic') and by number of shared keywords (kind 'lexical').
 - `entity_similarity` — DA-RAG §4.1 Similarity Layer: each entity to its k_neighbor = 5 most
   similar entities by embedding.
 - `semantic_edges` — NodeRAG §2.4 HNSW semantic edges among embedded nodes (T, S, A, H):
-  ``semantic_graph = "knn"`` (default) each node's ``semantic_k`` nearest neighbours by GDS KNN;
+  ``semantic_graph = "knn"`` (default) each node's ``semantic_k`` nearest neighbours;
   ``"hnsw"`` the paper's object, HNSW's base layer (:mod:`graphstrata.algorithms.hnsw`, the
   reference configuration m = 5, m0 = 10, ef = 200). Where a semantic edge joins two nodes another
   heterograph edge already joins, the walk counts both (the paper's weight + 1: the PPR graph is a
@@ -14,10 +15,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 from scipy import sparse
 
 from graphstrata.algorithms.hnsw import base_layer
+from graphstrata.algorithms.knn import exact_knn
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
@@ -30,8 +34,23 @@ HNSW_M, HNSW_EF = 5, 200
 KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, "random_joins": 20, "random_seed": 42}
 
 
-def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
-    """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score)."""
+def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int) -> list[dict]:
+    """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score):
+    exact (numpy) up to ``knn_exact_max_nodes`` nodes, GDS KNN beyond."""
+    n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
+    if n > ctx.params.knn_exact_max_nodes:
+        return _pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k))
+    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
+    if len(nodes) < 2:
+        return []
+    sources, targets, scores = exact_knn(np.array([r["embedding"] for r in nodes], dtype=np.float32), k)
+    ids = [r["id"] for r in nodes]
+    found = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
+    return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in found)
+
+
+def gds_knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
+    """GDS KNN's top-k (NN-descent: near-exact with :data:`KNN_CONFIG`), as {a, b, score} rows."""
     # ordered: the seeded sampling goes by node number
     with gds.temporary(gds.project_ordered(name, labels, embedding=True, force=True)) as p:
         if p.nodes < 2:
@@ -40,9 +59,13 @@ def knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
         knn = gds.client.knn.stream(
             p.graph, node_properties={"embedding": "COSINE"}, top_k=min(k, p.nodes - 1), concurrency=1, **KNN_CONFIG
         )
-        rows = gds.resolve(
+        return gds.resolve(
             query("augment.knn_pairs"), node1=knn["node1"], node2=knn["node2"], similarity=knn["similarity"]
         )
+
+
+def _pairs(rows: Iterable[dict]) -> list[dict]:
+    """Directed neighbour rows as undirected pairs, stored once from the smaller id with the larger score."""
     pairs: dict[tuple[str, str], float] = {}
     for r in rows:
         key = (min(r["a"], r["b"]), max(r["a"], r["b"]))
@@ -83,8 +106,7 @@ def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]
 @stage("chunk_knn", order=10)
 def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
-    gds = GDS(ctx.db, ctx.settings)
-    semantic = knn_rows(gds, "chunk_knn", ["Chunk"], k)
+    semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k)
     lexical = lexical_rows(ctx.db.read(query("augment.chunk_keywords")), k)
     replace_similar(ctx, "Chunk", "semantic", semantic)
     replace_similar(ctx, "Chunk", "lexical", lexical)
@@ -94,7 +116,7 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
-    rows = knn_rows(GDS(ctx.db, ctx.settings), "entity_knn", ["Entity"], k)
+    rows = knn_rows(ctx, "entity_knn", ["Entity"], k)
     replace_similar(ctx, "Entity", "semantic", rows)
     return StageReport(stage="entity_similarity", counts={"edges": len(rows)}, notes={"k_neighbor": k})
 
@@ -112,7 +134,7 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
     elif graph == "hnsw":
         rows = hnsw_rows(ctx, present)
     else:
-        rows = knn_rows(GDS(ctx.db, ctx.settings), "semantic_knn", present, k)
+        rows = knn_rows(ctx, "semantic_knn", present, k)
     ctx.db.auto(query("augment.delete_semantic_edges"))
     ctx.db.write_batches(query("augment.write_semantic_edges"), rows)
     notes = {"graph": graph, "labels": present} | ({"k": k} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF})

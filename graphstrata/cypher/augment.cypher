@@ -147,6 +147,11 @@ CALL (*) {
   DELETE r
 } IN TRANSACTIONS OF 10000 ROWS;
 
+// name: embedded_count
+// How many nodes with $labels have an embedding (the similarity layers choose exact or GDS KNN by it).
+MATCH (n:$any($labels)) WHERE n.embedding IS NOT NULL
+RETURN count(n) AS n;
+
 // name: embedded_nodes
 // The nodes with $labels that have an embedding, by id (HNSW's insertion order is then seeded, not
 // the store's).
@@ -201,10 +206,11 @@ MERGE (a)-[s:SYNONYM]->(b)
 SET s.score = r.score, s.rules = r.rules;
 
 // name: chunk_attribute_state
-// DA-RAG §4.1: each chunk's title and description (from extraction) and the key of the text its
-// attribute vector was last computed from.
+// DA-RAG §4.1: each chunk's title and description (from extraction), who wrote them, and the key of
+// the text its attribute vector was last computed from.
 MATCH (c:Chunk) WHERE c.id IS NOT NULL
-RETURN c.id AS id, c.title AS title, c.description AS description, c.attribute_key AS key;
+RETURN c.id AS id, c.title AS title, c.description AS description, c.extractor AS extractor,
+       c.attribute_key AS key;
 
 // name: write_chunk_attributes
 UNWIND $rows AS row

@@ -53,8 +53,8 @@ def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: 
     return subtexts
 
 
-def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis], new_names: dict[str, str]) -> list[list[str]]:
-    """The batch's texts to embed, in the order :meth:`BatchVectors.split` expects them.
+def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis]) -> list[list[str]]:
+    """The batch's texts to embed (but new entity names), in the order :meth:`BatchVectors.split` expects.
 
     A chunk is embedded with its document's title; a sub-chunk that is the whole chunk shares the
     chunk's vector and is not embedded again.
@@ -63,7 +63,6 @@ def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis], new_name
         [f"{c['doc_title']}\n{c['text']}" for p in todo for c in p.chunks],
         [s["text"] for p in todo for s in p.subchunks if not s["whole"]],
         [s.text for a in analyses for s in a.sentences],
-        list(new_names.values()),
         [u["text"] for p in todo for u in p.units],
         [r["text"] for p in todo for r in p.relations],
     ]
@@ -83,11 +82,9 @@ class BatchVectors:
     _sentence_at: int = field(default=0)
 
     @classmethod
-    def split(
-        cls, vecs: np.ndarray, inputs: list[list[str]], analyses: list[Analysis], new_keys: list[str]
-    ) -> BatchVectors:
-        chunk_v, sub_v, sent_v, name_v, unit_v, rel_v = np.split(vecs, np.cumsum([len(x) for x in inputs[:-1]]))
-        names = dict(zip(new_keys, name_v, strict=True))
+    def split(cls, parts: list[np.ndarray], analyses: list[Analysis], names: dict[str, np.ndarray]) -> BatchVectors:
+        """``parts``: the vectors of :func:`embedding_inputs`' parts; ``names``: of the new entities."""
+        chunk_v, sub_v, sent_v, unit_v, rel_v = parts
         return cls(iter(chunk_v), iter(sub_v), iter(analyses), sent_v, names, unit_v, rel_v)
 
     def take_sentences(self, n: int) -> np.ndarray:
@@ -96,11 +93,11 @@ class BatchVectors:
         return out
 
 
-def attach_unit_and_relation_vectors(todo: list[PreparedDoc], vectors: BatchVectors) -> None:
+def attach_unit_and_relation_vectors(todo: list[PreparedDoc], units: np.ndarray, relations: np.ndarray) -> None:
     """NodeRAG's S and R nodes get their vectors."""
-    for row, v in zip((u for p in todo for u in p.units), vectors.units, strict=True):
+    for row, v in zip((u for p in todo for u in p.units), units, strict=True):
         row["embedding"] = v.tolist()
-    for row, v in zip((r for p in todo for r in p.relations), vectors.relations, strict=True):
+    for row, v in zip((r for p in todo for r in p.relations), relations, strict=True):
         row["embedding"] = v.tolist()
 
 

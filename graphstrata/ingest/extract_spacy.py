@@ -3,9 +3,8 @@ triples as relations, sentences as semantic units, an extractive title (extracto
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from graphstrata.ingest.extract import (
@@ -15,7 +14,7 @@ from graphstrata.ingest.extract import (
     SemanticUnit,
 )
 from graphstrata.text.names import normalize_name
-from graphstrata.text.nlp import get_nlp
+from graphstrata.text.nlp import PIPE_LOCK, get_nlp
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token
@@ -47,8 +46,6 @@ _SUBJECT_DEPS = {"nsubj", "nsubjpass", "csubj"}
 _OBJECT_DEPS = {"dobj", "attr", "oprd", "dative", "acomp"}
 _TITLE_WORDS = 12
 _DESCRIPTION_WORDS = 60
-
-_nlp_lock = threading.Lock()
 
 
 def _span_name(tokens: Iterable[Token]) -> str:
@@ -170,22 +167,38 @@ def _truncate_words(text: str, n: int) -> str:
 def extract_with_spacy(text: str) -> ChunkExtraction:
     """The no-LLM extraction of one chunk, in the LLM's schema (see module docstring)."""
     nlp = get_nlp()
-    with _nlp_lock:  # spaCy pipelines are not documented as thread-safe
+    with PIPE_LOCK:  # spaCy pipelines are not documented as thread-safe
         doc = nlp(text)
     return _extract_doc(doc)
 
 
 def extract_many_with_spacy(
-    texts: Sequence[str], progress: Callable[[int], None] | None = None, batch_size: int = 32
+    texts: Sequence[str],
+    progress: Callable[[int], None] | None = None,
+    batch_size: int = 32,
+    parsed: Mapping[str, Doc] | None = None,
 ) -> list[ChunkExtraction]:
-    """:func:`extract_with_spacy` of many chunks through one ``nlp.pipe`` (batched: faster at ingest)."""
-    out: list[ChunkExtraction] = []
-    with _nlp_lock:
-        for doc in get_nlp().pipe(texts, batch_size=batch_size):
-            out.append(_extract_doc(doc))
+    """:func:`extract_with_spacy` of many chunks through one ``nlp.pipe`` (batched: faster at ingest).
+
+    ``parsed``: texts already through the same pipeline (ingest's analysis of a chunk that is one
+    sub-chunk), read instead of parsed again; spaCy's output for a text does not depend on the batch
+    it was parsed in, so the extraction is the same."""
+    parsed = parsed or {}
+    out: dict[int, ChunkExtraction] = {}
+    todo = []
+    for i, text in enumerate(texts):
+        if text in parsed:
+            out[i] = _extract_doc(parsed[text])
             if progress:
                 progress(1)
-    return out
+        else:
+            todo.append(i)
+    with PIPE_LOCK:
+        for i, doc in zip(todo, get_nlp().pipe((texts[i] for i in todo), batch_size=batch_size), strict=True):
+            out[i] = _extract_doc(doc)
+            if progress:
+                progress(1)
+    return [out[i] for i in range(len(texts))]
 
 
 def _extract_doc(doc: Doc) -> ChunkExtraction:

@@ -19,7 +19,10 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from neo4j.exceptions import (
@@ -52,7 +55,20 @@ from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
 from graphstrata.schema import apply_schema
 from graphstrata.text.names import entity_id, normalize_name
-from graphstrata.text.nlp import Analysis, analyse_texts
+from graphstrata.text.nlp import Analysis, analyse, analyse_texts, parse_texts
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
+
+
+@dataclass
+class _Batch:
+    """One batch of documents between its preparation and its write."""
+
+    docs: Sequence[SourceDocument]
+    todo: list[PreparedDoc]
+    report: IngestReport
+    analyses: list[Analysis] = field(default_factory=list)  # one per sub-chunk, in order
 
 
 class Ingestor:
@@ -119,22 +135,33 @@ class Ingestor:
         docs, report.identity_notes = resolve_identities(Candidate(d, True, doc_name(d)) for d in docs)
         stages = Tracker(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
+        # Three batches at once: this thread parses and extracts batch i+2 (one core), the embedding
+        # thread embeds batch i+1's texts (every core), the writing thread writes batch i. The writing
+        # thread also reads which entities are new, and embeds their names, after batch i-1's write:
+        # it sees what that wrote.
+        embedding = ThreadPoolExecutor(1, thread_name_prefix="graphstrata-embed")
+        writing = ThreadPoolExecutor(1, thread_name_prefix="graphstrata-write")
+        flight: list[Future[IngestReport]] = []  # the batches' writes, oldest first
         try:
-            for start in range(0, len(docs), self.options.batch_documents):
-                batch = docs[start : start + self.options.batch_documents]
-                for attempt in range(5):
-                    try:
-                        report.add(self._ingest_batch(batch, stages, core_chunk_ids, force))
-                        break
-                    except ConcurrentChange:
-                        if attempt == 4:
-                            raise
-                    except IngestWriteError as e:
-                        if e.report is not None:
-                            report.add(e.report)
-                        e.report = report  # everything this ingest committed before the failure
-                        raise
+            size = self.options.batch_documents
+            for start in range(0, len(docs), size):
+                batch = self._prepare(docs[start : start + size], stages, core_chunk_ids, force)
+                while len(flight) >= 2:  # at most two batches between this thread and the graph
+                    _count(flight.pop(0), report)
+                if not batch.todo:
+                    report.add(batch.report)
+                    continue
+                texts = embedding.submit(self._embed, embedding_inputs(batch.todo, batch.analyses), stages)
+                last = flight[-1] if flight else None
+                flight.append(writing.submit(self._finish, batch, texts, last, stages, core_chunk_ids, force))
+            while flight:
+                _count(flight.pop(0), report)
         finally:
+            for f in flight:
+                f.cancel()
+            wait(flight)  # after an error: a write under way still ends, whole or not at all
+            embedding.shutdown(cancel_futures=True)
+            writing.shutdown()
             stages.close()
         if self.llm is not None:
             report.llm = _usage_delta(before, self.llm.usage())
@@ -184,7 +211,7 @@ class Ingestor:
             i += len(a.sentences)
         return contrib
 
-    def _extract(self, todo: list[PreparedDoc], st: Tracker, core: set[str] | None) -> None:
+    def _extract(self, todo: list[PreparedDoc], st: Tracker, core: set[str] | None, parsed: dict[str, Doc]) -> None:
         """One :class:`ChunkExtraction` per chunk into ``p.extractions``; failures into ``p.failed``.
 
         Identical chunk texts are extracted once. LLM calls run ``llm_concurrency`` at a time through
@@ -216,7 +243,7 @@ class Ingestor:
                     return_exceptions=True,
                 )
             else:
-                results = extract_many_with_spacy(texts, advance)
+                results = extract_many_with_spacy(texts, advance, parsed=parsed)
         for text, result in zip(texts, results, strict=True):
             if isinstance(result, BaseException) and not isinstance(result, ExtractionFailed):
                 raise result
@@ -227,13 +254,12 @@ class Ingestor:
                 else:
                     p.extractions[c["id"]] = result
 
-    def _ingest_batch(
-        self, docs: Sequence[SourceDocument], st: Tracker, core: set[str] | None, force: bool = False
-    ) -> IngestReport:
-        """One batch through the stages: plan, chunk, spaCy, extract, embed, assemble, write."""
+    def _prepare(self, docs: Sequence[SourceDocument], st: Tracker, core: set[str] | None, force: bool) -> _Batch:
+        """What needs no write of an earlier batch: plan, chunk, spaCy, extract."""
         todo, report = self._plan(docs, force)
+        batch = _Batch(docs, todo, report)
         if not todo:
-            return report
+            return batch
         subtexts: list[str] = []
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
@@ -242,17 +268,56 @@ class Ingestor:
                 subtexts += chunk_rows(p, pieces, where, self.options)
                 advance(1)
         with st.stage("spacy", len(subtexts)) as advance:
-            analyses = analyse_texts(subtexts, advance)
-        self._extract(todo, st, core)
+            parses = parse_texts(subtexts, advance)
+        batch.analyses = [analyse(d) for d in parses]
+        # a chunk that is one sub-chunk was just parsed: its extraction reads that parse
+        subs = (s for p in todo for s in p.subchunks)
+        whole = {s["text"]: d for s, d in zip(subs, parses, strict=True) if s["whole"]}
+        self._extract(todo, st, core, whole)
         for p in todo:
             extraction_rows(p)
-        new_names = self._new_entity_names(todo, docs)
-        vectors = self._embed(todo, analyses, new_names, st)
-        with st.stage("assemble", len(todo)) as advance:
-            for p in todo:
+        return batch
+
+    def _finish(
+        self,
+        batch: _Batch,
+        texts: Future[list[np.ndarray]],
+        previous: Future[IngestReport] | None,
+        st: Tracker,
+        core: set[str] | None,
+        force: bool,
+    ) -> IngestReport:
+        """On the writing thread: a batch's vectors onto its rows, then its write. When another writer
+        changed one of its documents after it was planned (:class:`ConcurrentChange`), the batch is
+        planned and written again, up to four more times; the batches after it wait."""
+        if previous is not None and (previous.cancelled() or previous.exception() is not None):
+            raise _Abandoned  # an earlier batch failed: the ingest stops there
+        parts = texts.result()
+        for attempt in range(5):
+            try:
+                if attempt:
+                    batch = self._prepare(batch.docs, st, core, force)
+                    if not batch.todo:
+                        return batch.report
+                    parts = self._embed(embedding_inputs(batch.todo, batch.analyses), st)
+                self._vectors(batch, parts, st)
+                return self._write(batch.todo, batch.report, st)
+            except ConcurrentChange:
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _vectors(self, batch: _Batch, parts: list[np.ndarray], st: Tracker) -> None:
+        """The vectors of the batch's texts (``parts``, of :func:`embedding_inputs`) and of the names
+        of entities new to the graph (after the earlier batches' writes) onto its rows."""
+        new_names = self._new_entity_names(batch.todo, batch.docs)
+        (names,) = self._embed([list(new_names.values())], st)
+        attach_unit_and_relation_vectors(batch.todo, parts[3], parts[4])
+        vectors = BatchVectors.split(parts, batch.analyses, dict(zip(new_names, names, strict=True)))
+        with st.stage("assemble", len(batch.todo)) as advance:
+            for p in batch.todo:
                 assemble_rows(p, vectors)
                 advance(1)
-        return self._write(todo, report, st)
 
     # --- stages ---------------------------------------------------------------------------
     def _plan(self, docs: Sequence[SourceDocument], force: bool) -> tuple[list[PreparedDoc], IngestReport]:
@@ -294,21 +359,17 @@ class Ingestor:
         known = {r["id"] for r in rows}
         return {k: name for k, name in all_keys.items() if entity_id(k) not in known}
 
-    def _embed(
-        self, todo: list[PreparedDoc], analyses: list[Analysis], new_names: dict[str, str], st: Tracker
-    ) -> BatchVectors:
-        """Every text of the batch embedded in one pass, each distinct text once: chunks (with their
-        document title), split sub-chunks, sentences, new entity names, semantic units and relations
-        (NodeRAG embeds S and R nodes)."""
-        inputs = embedding_inputs(todo, analyses, new_names)
-        flat = [t for part in inputs for t in part]
-        uniq, inverse = np.unique(np.array(flat, dtype=object), return_inverse=True) if flat else ([], [])
+    def _embed(self, parts: list[list[str]], st: Tracker) -> list[np.ndarray]:
+        """Each part's vectors, every distinct text of the parts embedded once: a batch's chunks (with
+        their document title), split sub-chunks, sentences, semantic units and relations (NodeRAG
+        embeds S and R nodes); then the names of its new entities."""
+        flat = [t for part in parts for t in part]
+        if not flat:
+            return [np.zeros((0, self.embedder.dim), np.float32) for _ in parts]
+        uniq, inverse = np.unique(np.array(flat, dtype=object), return_inverse=True)
         with st.stage("embed", len(uniq)) as advance:
-            vecs_u = self.embedder.embed(list(uniq), advance)
-        vecs = vecs_u[inverse] if flat else np.zeros((0, self.embedder.dim), np.float32)
-        vectors = BatchVectors.split(vecs, inputs, analyses, list(new_names))
-        attach_unit_and_relation_vectors(todo, vectors)
-        return vectors
+            vecs = self.embedder.embed(list(uniq), advance)[inverse]
+        return np.split(vecs, np.cumsum([len(part) for part in parts[:-1]]))
 
     def _write(self, todo: list[PreparedDoc], report: IngestReport, st: Tracker) -> IngestReport:
         """Commit in groups of whole documents; the report counts what landed."""
@@ -346,6 +407,21 @@ class Ingestor:
             self.db.write(query("meta.touch"))
         report.keywords, report.entities_new = len(keywords), len(new_entities)
         return report
+
+
+class _Abandoned(Exception):
+    """A batch not written because an earlier one failed (that failure is the one raised)."""
+
+
+def _count(write: Future[IngestReport], report: IngestReport) -> None:
+    """Wait for a batch's write and add what it wrote to ``report``."""
+    try:
+        report.add(write.result())
+    except IngestWriteError as e:
+        if e.report is not None:
+            report.add(e.report)
+        e.report = report  # everything this ingest committed before the failure
+        raise
 
 
 def _usage_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:

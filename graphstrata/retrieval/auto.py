@@ -78,10 +78,10 @@ class Shape:
 
 def question_shape(question: str) -> Shape:
     """Parse the question once with the ingest spaCy pipeline and measure its shape."""
-    from graphstrata.text.nlp import _analyse, parsed_question
+    from graphstrata.text.nlp import analyse, parsed_question
 
     doc = parsed_question(question)  # kept: the routed method's query entities read the same parse
-    analysis = _analyse(doc)  # the very analysis query_entities() returns the mentions of
+    analysis = analyse(doc)  # the very analysis query_entities() returns the mentions of
     entities = list(analysis.mentions)
     named = [key for key in entities if analysis.names.get(key, ("", "NOUN"))[1] not in VALUE_TYPES]
     in_entity = {i for ent in doc.ents for i in range(ent.start, ent.end)}

