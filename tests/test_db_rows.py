@@ -24,8 +24,10 @@ def test_rows_equal_the_drivers_own_conversion(graph: Database) -> None:
     # the shortcut is taken for plain values and not for graph ones
     from graphstrata.db import _plain
 
-    plain = {k for k in record.keys() if _plain(record[k])}
+    keys = record.keys()  # (iterating a Record gives its values)
+    plain = {k for k in keys if _plain(record[k])}
     assert plain == {"int", "str", "nothing", "flag", "vector", "empty", "mixed", "map", "matrix"}
     # and the database's reads use it
     (row,) = graph.read("MATCH (a:Probe {name: 'a'}) RETURN a.vec AS vector, a AS node")
-    assert row == {"vector": [0.5, -1.0, 2.0], "node": {"name": "a", "vec": [0.5, -1.0, 2.0], "when": row["node"]["when"]}}
+    node = {"name": "a", "vec": [0.5, -1.0, 2.0], "when": row["node"]["when"]}
+    assert row == {"vector": [0.5, -1.0, 2.0], "node": node}

@@ -34,9 +34,7 @@ def test_exact_knn_is_the_full_sort_ties_by_index(seed: int, k: int) -> None:
     # ties between equal cosines computed in float32 may differ in their last bit: compare by rank value
     unit = v / np.linalg.norm(v, axis=1, keepdims=True)
     assert [i for i, _ in got] == [i for i, _ in expected]
-    assert np.allclose(
-        [unit[i] @ unit[j] for i, j in got], [unit[i] @ unit[j] for i, j in expected], atol=1e-5
-    )
+    assert np.allclose([unit[i] @ unit[j] for i, j in got], [unit[i] @ unit[j] for i, j in expected], atol=1e-5)
     assert np.allclose(scores, [unit[i] @ unit[j] for i, j in got], atol=1e-5)
     assert all(i != j for i, j in got)
 
