@@ -31,3 +31,17 @@ def test_rows_equal_the_drivers_own_conversion(graph: Database) -> None:
     (row,) = graph.read("MATCH (a:Probe {name: 'a'}) RETURN a.vec AS vector, a AS node")
     node = {"name": "a", "vec": [0.5, -1.0, 2.0], "when": row["node"]["when"]}
     assert row == {"vector": [0.5, -1.0, 2.0], "node": node}
+
+
+class Unprintable(dict):
+    def __repr__(self) -> str:
+        raise AssertionError("a row was formatted for the driver's debug log")
+
+
+def test_batched_writes_do_not_format_their_rows(graph: Database) -> None:
+    # the driver formats each RUN's parameters for its debug log even when the log is off; a batch
+    # of embedding rows costs more to format than to send, so batches stand for themselves in it
+    rows = [Unprintable(name=f"row-{i}", vec=[0.25] * 384) for i in range(5)]
+    assert graph.write_batches("UNWIND $rows AS r CREATE (:Probe {name: r.name, vec: r.vec})", rows, batch_size=2) == 5
+    got = graph.read("MATCH (p:Probe) RETURN p.name AS name, p.vec AS vec ORDER BY name")
+    assert [r["name"] for r in got] == [f"row-{i}" for i in range(5)] and all(r["vec"] == [0.25] * 384 for r in got)
