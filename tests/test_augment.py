@@ -267,3 +267,32 @@ def test_augment_parameters_are_typed(gs) -> None:
         gs.augment(["core_chunks"], beta=2)
     params = AugmentContext(gs.db, gs.embedder, gs.settings, params={"g": "4"}).params
     assert params.g == 4 and params.beta == 0.8  # (CLI values arrive as text)
+
+
+def _layers(db: Database) -> dict:
+    similar = db.read(
+        "MATCH (a)-[r:SIMILAR]->(b) RETURN r.kind AS k, a.id AS a, b.id AS b, r.score AS s ORDER BY k, a, b"
+    )
+    semantic = db.read("MATCH (a)-[r:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b, r.score AS s ORDER BY a, b")
+    return {"similar": similar, "semantic": semantic}
+
+
+def test_similarity_layers_after_an_ingest_write_only_what_changed(ctx: AugmentContext) -> None:
+    stages = ["chunk_knn", "entity_similarity", "important_entities", "communities", "semantic_edges"]
+    first = {r.stage: r.counts for r in run(ctx, stages)}
+    assert first["entity_similarity"]["written"] == first["entity_similarity"]["edges"] > 0
+    again = {r.stage: r.counts for r in run(ctx, ["chunk_knn", "entity_similarity"])}
+    assert again["chunk_knn"]["written"] == again["entity_similarity"]["written"] == 0  # nothing changed
+    gs = GraphStrata(ctx.settings, db=ctx.db, embedder=ctx.embedder)
+    gs.ingest_texts(
+        [("Rhine", "The Rhine flows through Basel and Cologne into the North Sea.")], IngestOptions(extractor="spacy")
+    )
+    after = {r.stage: r.counts for r in run(ctx, stages)}
+    incremental = _layers(ctx.db)
+    # the new document's chunk and entities and the neighbours they displaced: a part of each layer
+    assert 0 < after["chunk_knn"]["written"] < after["chunk_knn"]["semantic"] + after["chunk_knn"]["lexical"]
+    assert 0 < after["entity_similarity"]["written"] < after["entity_similarity"]["edges"] / 2
+    # the same layers as a rewrite from nothing
+    ctx.db.write("MATCH ()-[r:SIMILAR|SEMANTIC]->() DELETE r")
+    run(ctx, ["chunk_knn", "entity_similarity", "semantic_edges"])
+    assert _layers(ctx.db) == incremental

@@ -348,6 +348,9 @@ def test_no_llm_extractor_writes_units_and_relations_from_spacy(gs_offline: Grap
     marie = entity(db, "marie curie")
     assert marie["source"] == "spacy" and marie["extractors"] == ["spacy"]
     assert entity(db, "warsaw")["type"] == "GPE"  # spaCy's NER label before the extractor's LOCATION
+    # units are embedded (NodeRAG's S); spaCy's relations, whose description is their sentence, are not
+    vectors = db.read("MATCH (n) WHERE n:Relation OR n:SemanticUnit RETURN labels(n)[0] AS l, count(n.embedding) AS e")
+    assert {r["l"]: r["e"] for r in vectors} == {"SemanticUnit": len(units), "Relation": 0}
 
 
 def test_extractor_none_and_spacy_with_an_llm_configured(gs: GraphStrata, fake_openai: FakeOpenAI) -> None:

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from graphstrata.augment import AugmentContext, StageReport, refresh_text_vectors, stage
 from graphstrata.cypher import query
-
-#: Extractors whose chunk title and description the attribute embeds. spaCy's are extractive (the
-#: chunk's first sentences and key phrases): as the attribute they measure below the text's own vector
-#: (bench/results/graphs-darag-layer.md), which is what DA-RAG then uses, and embedding them would
-#: cost as much as embedding the chunks again.
-DESCRIBING_EXTRACTORS = frozenset({"llm"})
+from graphstrata.ingest.extract import EXTRACTIVE
 
 
 def attribute_text(title: str | None, description: str | None, extractor: str | None) -> str | None:
     """What a chunk's attribute embeds: the title and description a model wrote, or None (no
-    extraction, your own triples, or spaCy's extractive substitute)."""
-    if extractor not in DESCRIBING_EXTRACTORS:
+    extraction, your own triples, or spaCy's extractive stand-in: as the attribute it measured below
+    the text's own vector, bench/results/graphs-darag-layer.md, which DA-RAG then uses)."""
+    if extractor in EXTRACTIVE:
         return None
     parts = [x.strip() for x in (title, description) if x and x.strip()]
     return "\n".join(parts) if parts else None

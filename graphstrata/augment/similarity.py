@@ -98,9 +98,22 @@ def lexical_rows(pairs: list[dict], k: int) -> list[dict]:
     return [{"a": a_, "b": b_, "score": s} for (a_, b_), s in best.items()]
 
 
-def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]) -> None:
-    ctx.db.auto(query("augment.delete_similar"), label=label, kind=kind)
-    ctx.db.write_batches(query("augment.write_similar"), rows, kind=kind)
+def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]) -> dict[str, int]:
+    return replace_edges(ctx, rows, "similar", label=label, kind=kind)
+
+
+def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: str) -> dict[str, int]:
+    """Make a similarity layer's stored edges (``augment.<edges>_pairs``) equal ``rows`` ({a, b, score},
+    each pair from its smaller id): delete the pairs no longer among them, write those new or scored
+    otherwise. The layer ends as a full rewrite leaves it; an augment after a small ingest writes
+    only what the new nodes changed."""
+    have = {(r["a"], r["b"]): r["score"] for r in ctx.db.read(query(f"augment.{edges}_pairs"), **params)}
+    want = {(r["a"], r["b"]): r["score"] for r in rows}
+    gone = [{"a": a, "b": b} for a, b in have if (a, b) not in want]
+    new = [r for r in rows if have.get((r["a"], r["b"])) is None or abs(have[(r["a"], r["b"])] - r["score"]) > 1e-6]
+    ctx.db.write_batches(query(f"augment.delete_{edges}_pairs"), gone, **params)
+    ctx.db.write_batches(query(f"augment.write_{edges}"), new, **params)
+    return {"written": len(new), "deleted": len(gone)}
 
 
 @stage("chunk_knn", order=10)
@@ -108,17 +121,26 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
     semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k)
     lexical = lexical_rows(ctx.db.read(query("augment.chunk_keywords")), k)
-    replace_similar(ctx, "Chunk", "semantic", semantic)
-    replace_similar(ctx, "Chunk", "lexical", lexical)
-    return StageReport(stage="chunk_knn", counts={"semantic": len(semantic), "lexical": len(lexical)}, notes={"k": k})
+    changed = replace_similar(ctx, "Chunk", "semantic", semantic)
+    changed_lexical = replace_similar(ctx, "Chunk", "lexical", lexical)
+    return StageReport(
+        stage="chunk_knn",
+        counts={
+            "semantic": len(semantic),
+            "lexical": len(lexical),
+            "written": changed["written"] + changed_lexical["written"],
+            "deleted": changed["deleted"] + changed_lexical["deleted"],
+        },
+        notes={"k": k},
+    )
 
 
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
     rows = knn_rows(ctx, "entity_knn", ["Entity"], k)
-    replace_similar(ctx, "Entity", "semantic", rows)
-    return StageReport(stage="entity_similarity", counts={"edges": len(rows)}, notes={"k_neighbor": k})
+    changed = replace_similar(ctx, "Entity", "semantic", rows)
+    return StageReport(stage="entity_similarity", counts={"edges": len(rows), **changed}, notes={"k_neighbor": k})
 
 
 @stage("semantic_edges", order=55)
@@ -135,10 +157,9 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
         rows = hnsw_rows(ctx, present)
     else:
         rows = knn_rows(ctx, "semantic_knn", present, k)
-    ctx.db.auto(query("augment.delete_semantic_edges"))
-    ctx.db.write_batches(query("augment.write_semantic_edges"), rows)
+    changed = replace_edges(ctx, rows, "semantic_edges")
     notes = {"graph": graph, "labels": present} | ({"k": k} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF})
-    return StageReport(stage="semantic_edges", counts={"edges": len(rows)}, notes=notes)
+    return StageReport(stage="semantic_edges", counts={"edges": len(rows), **changed}, notes=notes)
 
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:

@@ -1,12 +1,16 @@
 // Writes and reads of the augmentation stages (graphstrata/augment/). Each stage first removes
 // what it wrote before, so re-running it replaces rather than duplicates.
 
-// name: delete_similar
-// Similarity edges of one kind between nodes of one label.
-CALL (*) {
-  MATCH (a:$($label))-[r:SIMILAR {kind: $kind}]->()
-  DELETE r
-} IN TRANSACTIONS OF 10000 ROWS;
+// name: similar_pairs
+// The similarity edges of one kind between nodes of one label (each pair stored once, from the smaller id).
+MATCH (a:$($label))-[r:SIMILAR {kind: $kind}]->(b)
+RETURN a.id AS a, b.id AS b, r.score AS score;
+
+// name: delete_similar_pairs
+UNWIND $rows AS r
+MATCH (a {id: r.a}) WHERE a:Chunk OR a:Entity
+MATCH (a)-[s:SIMILAR {kind: $kind}]->(b {id: r.b})
+DELETE s;
 
 // name: write_similar
 // (Labels are matched with OR, not a dynamic label: that way each lookup is a unique-index seek.)
@@ -141,11 +145,15 @@ MATCH (h:HighLevel {id: r.h})
 MATCH (n {id: r.n}) WHERE n:SemanticUnit OR n:Attribute
 MERGE (h)-[:GROUPS]->(n);
 
-// name: delete_semantic_edges
-CALL (*) {
-  MATCH ()-[r:SEMANTIC]->()
-  DELETE r
-} IN TRANSACTIONS OF 10000 ROWS;
+// name: semantic_edges_pairs
+MATCH (a)-[r:SEMANTIC]->(b)
+RETURN a.id AS a, b.id AS b, r.score AS score;
+
+// name: delete_semantic_edges_pairs
+UNWIND $rows AS r
+MATCH (a {id: r.a}) WHERE a:Chunk OR a:SemanticUnit OR a:Attribute OR a:HighLevel
+MATCH (a)-[s:SEMANTIC]->(b {id: r.b})
+DELETE s;
 
 // name: embedded_count
 // How many nodes with $labels have an embedding (the similarity layers choose exact or GDS KNN by it).

@@ -233,7 +233,7 @@ SET x.subject = r.subject, x.predicate = r.predicate, x.object = r.object, x.des
 MERGE (c)-[:HAS_RELATION]->(x)
 MERGE (a)-[:SUBJECT_OF]->(x)
 MERGE (x)-[:OBJECT]->(b)
-WITH x, r
+WITH x, r WHERE r.embedding IS NOT NULL  // spaCy's relations have none (graphstrata/ingest/assemble.py)
 CALL db.create.setNodeVectorProperty(x, 'embedding', r.embedding);
 
 // name: refresh_related

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.ingest.chunk import Piece, split_subchunks
+from graphstrata.ingest.extract import EXTRACTIVE
 from graphstrata.ingest.options import IngestOptions
 from graphstrata.ingest.rows import PreparedDoc, entity_row, mention_row
 from graphstrata.ingest.user_extractions import occurrences
@@ -57,15 +58,22 @@ def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis]) -> list[
     """The batch's texts to embed (but new entity names), in the order :meth:`BatchVectors.split` expects.
 
     A chunk is embedded with its document's title; a sub-chunk that is the whole chunk shares the
-    chunk's vector and is not embedded again.
+    chunk's vector and is not embedded again; spaCy's relations are not embedded (see
+    :func:`_embedded_relations`).
     """
     return [
         [f"{c['doc_title']}\n{c['text']}" for p in todo for c in p.chunks],
         [s["text"] for p in todo for s in p.subchunks if not s["whole"]],
         [s.text for a in analyses for s in a.sentences],
         [u["text"] for p in todo for u in p.units],
-        [r["text"] for p in todo for r in p.relations],
+        [r["text"] for r in _embedded_relations(todo)],
     ]
+
+
+def _embedded_relations(todo: list[PreparedDoc]) -> Iterator[dict]:
+    """The relations that get a vector (NodeRAG's R, for the optional ``fact_k`` entry points): those a
+    model or the user extracted, not spaCy's (:data:`EXTRACTIVE`)."""
+    return (r for p in todo for r in p.relations if r["extractor"] not in EXTRACTIVE)
 
 
 @dataclass
@@ -97,7 +105,7 @@ def attach_unit_and_relation_vectors(todo: list[PreparedDoc], units: np.ndarray,
     """NodeRAG's S and R nodes get their vectors."""
     for row, v in zip((u for p in todo for u in p.units), units, strict=True):
         row["embedding"] = v.tolist()
-    for row, v in zip((r for p in todo for r in p.relations), relations, strict=True):
+    for row, v in zip(_embedded_relations(todo), relations, strict=True):
         row["embedding"] = v.tolist()
 
 
