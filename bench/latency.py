@@ -12,7 +12,7 @@ The ratio of a method is its p50 over the p50 of the `vector` calls it was paire
 call the question caches are cleared (the embedder's vectors and the question entities, as
 bench/graphs.py does between methods): each call pays for its own embedding and entities, as a new
 question would. Parameters are bench/graphs.py's (budget 1000; top_k 10 unless the method has no
-item cap; the variants of its VARIANTS table, e.g. ``fusion-ppr``).
+item cap; the variants of its VARIANTS table, e.g. ``fusion-all``).
 
 Reported per method: p50 / p95 of the wall time of ``retrieve``, the ratio to vector's p50 (and
 p95), the per-stage medians of its ``timings_ms`` ("other": the rest of the call), Recall@2/5
@@ -48,7 +48,7 @@ DEFAULT_METHODS = [
     "sgrag",
     "darag",
     "fusion",
-    "fusion-ppr",
+    "fusion-all",
     "auto",
 ]
 GRAPH = "hotpotqa"

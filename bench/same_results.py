@@ -24,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEFAULT_METHODS = "vector,hipporag,noderag,ketrag,e2graphrag,sgrag,darag,fusion,fusion-ppr,auto"
+DEFAULT_METHODS = "vector,hipporag,noderag,ketrag,e2graphrag,sgrag,darag,fusion,fusion-all,auto"
 
 
 def dump(methods: list[str], limit: int | None, out: str) -> None:

@@ -70,7 +70,6 @@ def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
 @register
 class VectorRetriever(Retriever):
     name = "vector"
-    fusion_rank = 0
     summary = "Dense retrieval: vector-index top-k over chunk embeddings (Text-RAG baseline)."
 
     def _retrieve(self, question: str, p: RetrieverParams, t: Timer) -> Retrieved:
@@ -87,7 +86,6 @@ class VectorRetriever(Retriever):
 @register
 class FulltextRetriever(Retriever):
     name = "fulltext"
-    fusion_rank = 1
     summary = "Lexical retrieval: Lucene (BM25) full-text over chunk text and titles."
 
     def _retrieve(self, question: str, p: RetrieverParams, t: Timer) -> Retrieved:

@@ -116,7 +116,6 @@ Pair = tuple[str, str]
 @register
 class E2GraphRAGRetriever(Retriever):
     name = "e2graphrag"
-    fusion_rank = 5
     summary = (
         "E2GraphRAG: spaCy query entities → co-occurrence graph filter (pairs within h hops) → chunks holding "
         "both entities, h tightened to ≤ 25; global dense retrieval over the summary tree with occurrence "

@@ -68,7 +68,6 @@ class KETRAGParams(RetrieverParams):
 @register
 class KETRAGRetriever(Retriever):
     name = "ketrag"
-    fusion_rank = 4
     summary = "KET-RAG: skeleton channel (seed entities → relations → sub-chunks) + keyword channel, one budget."
     Params = KETRAGParams
     fixed_lambda: ClassVar[float | None] = None
