@@ -24,7 +24,10 @@ class IngestOptions(BaseModel):
         100, ge=10, le=100_000, description="a piece is not halved into halves under this size"
     )
     batch_documents: int = Field(
-        256, ge=1, le=100_000, description="documents prepared (chunked, parsed, embedded) at once"
+        256,
+        ge=1,
+        le=100_000,
+        description="documents prepared (chunked, parsed, embedded) at once; the first batch is an eighth of that",
     )
     group_chunks: int = Field(256, ge=1, le=100_000, description="chunks per write transaction (whole documents only)")
     max_document_bytes: int = Field(

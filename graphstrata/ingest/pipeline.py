@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,9 +143,8 @@ class Ingestor:
         writing = ThreadPoolExecutor(1, thread_name_prefix="graphstrata-write")
         flight: list[Future[IngestReport]] = []  # the batches' writes, oldest first
         try:
-            size = self.options.batch_documents
-            for start in range(0, len(docs), size):
-                batch = self._prepare(docs[start : start + size], stages, core_chunk_ids, force)
+            for part in _batches(docs, self.options.batch_documents):
+                batch = self._prepare(part, stages, core_chunk_ids, force)
                 while len(flight) >= 2:  # at most two batches between this thread and the graph
                     _count(flight.pop(0), report)
                 if not batch.todo:
@@ -407,6 +406,16 @@ class Ingestor:
             self.db.write(query("meta.touch"))
         report.keywords, report.entities_new = len(keywords), len(new_entities)
         return report
+
+
+def _batches(docs: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:
+    """Batches of ``size`` documents, the first an eighth of that: the embedding and writing threads
+    get their first work after a short parse rather than a long one."""
+    first = max(1, size // 8)
+    if docs:
+        yield docs[:first]
+    for start in range(first, len(docs), size):
+        yield docs[start : start + size]
 
 
 class _Abandoned(Exception):
