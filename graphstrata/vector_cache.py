@@ -116,7 +116,8 @@ class VectorCache:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
             return out
-        known = {t: self.memory[t] for t in set(texts) if t in self.memory}
+        # one lookup per text: another thread may clear the memory between a check and a read
+        known = {t: v for t in set(texts) if (v := self.memory.get(t)) is not None}
         todo = [t for t in dict.fromkeys(texts) if t not in known]
         if todo:
             stored = self._load(todo)
