@@ -295,8 +295,9 @@ SHARED = [
 def test_batches_of_any_size_build_the_same_graph_and_embed_each_name_once(
     gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gs.ingest_texts(SHARED, OPTS)
+    one = gs.ingest_texts(SHARED, OPTS)
     whole = snapshot(graph)
+    keywords = graph.read_one("MATCH (k:Keyword) RETURN count(k) AS n")["n"]
     from tests.conftest import wipe
 
     wipe(graph)
@@ -309,8 +310,10 @@ def test_batches_of_any_size_build_the_same_graph_and_embed_each_name_once(
 
     monkeypatch.setattr(gs.embedder, "embed", recording)
     # one document per batch: each batch's entities are read after the previous batch's write
-    gs.ingest_texts(SHARED, OPTS.model_copy(update={"batch_documents": 1}))
+    many = gs.ingest_texts(SHARED, OPTS.model_copy(update={"batch_documents": 1}))
     assert snapshot(graph) == whole
+    # the report counts distinct keywords, however many batches share them
+    assert one.keywords == many.keywords == keywords and one.entities_new == many.entities_new
     names = [r["name"] for r in graph.read("MATCH (e:Entity) RETURN e.name AS name")]
     assert "Marie Curie" in names and "Albert Einstein" in names
     assert all(embedded.count(n) == 1 for n in names), [n for n in names if embedded.count(n) != 1]

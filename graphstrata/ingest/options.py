@@ -80,7 +80,7 @@ class IngestReport(BaseModel):
     mentions: int = 0
     term_mentions: int = 0
     cooccurrence_pairs: int = 0
-    keywords: int = 0
+    keywords: int = 0  # distinct keywords the written documents contain
     sentences: int = 0
     extracted_chunks: int = 0
     relations: int = 0
@@ -101,6 +101,8 @@ class IngestReport(BaseModel):
     seconds: dict[str, float] = Field(default_factory=dict)
     #: The KET-RAG profile's choice of core chunks and the extraction cost it saved.
     ketrag: dict[str, float] = Field(default_factory=dict)
+    #: The terms behind ``keywords`` (batches share keywords: their counts do not add up).
+    keyword_terms: set[str] = Field(default_factory=set, exclude=True, repr=False)
 
     @property
     def rows_per_second(self) -> float:
@@ -129,8 +131,10 @@ class IngestReport(BaseModel):
 
     def add(self, other: IngestReport) -> None:
         for name, value in other:
-            if isinstance(value, int):
+            if isinstance(value, int) and name != "keywords":
                 setattr(self, name, getattr(self, name) + value)
+        self.keyword_terms |= other.keyword_terms
+        self.keywords = len(self.keyword_terms)
         self.errors += other.errors
         self.skipped_invalid += other.skipped_invalid
         self.identity_notes += other.identity_notes

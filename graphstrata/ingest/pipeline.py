@@ -400,11 +400,13 @@ class Ingestor:
                     else:
                         report.documents_unchanged += 1
                 if failure is not None:
-                    report.keywords, report.entities_new = len(keywords), len(new_entities)
+                    report.keyword_terms, report.keywords = keywords, len(keywords)
+                    report.entities_new = len(new_entities)
                     raise failure
                 advance(len(g))
             self.db.write(query("meta.touch"))
-        report.keywords, report.entities_new = len(keywords), len(new_entities)
+        report.keyword_terms, report.keywords = keywords, len(keywords)
+        report.entities_new = len(new_entities)
         return report
 
 
