@@ -18,7 +18,9 @@ def main() -> dict:
         t = time.perf_counter()
         report = gs.ingest([DATA / "corpus.jsonl"])
         total = time.perf_counter() - t
+        t = time.perf_counter()
         augment = {r.stage: r.seconds for r in gs.augment()}  # issue 5: each augmentation stage's time
+        augment_total = time.perf_counter() - t  # (stages of different lanes overlap: not their sum)
         stats = gs.stats()
     s = report.seconds
     embed = s.get("embed", 0.0)
@@ -39,6 +41,7 @@ def main() -> dict:
         "entities": report.entities_new,
         "keywords": report.keywords,
         "augment_seconds": augment,
+        "augment_total_seconds": round(augment_total, 2),
         "graph": stats,
     }
     md = [
@@ -56,6 +59,8 @@ def main() -> dict:
         f"{report.sentences} sentences embedded, {report.entities_new} entities, {report.keywords} keywords.",
         "",
         "## Augmentation stages (graphstrata augment, no LLM)",
+        "",
+        f"Total {augment_total:.1f} s (NodeRAG's stages run beside the others: the stages' times overlap).",
         "",
         "| stage | seconds |",
         "|---|---|",
