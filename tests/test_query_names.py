@@ -19,6 +19,10 @@ INGEST_LOCK = re.compile(r'\b_lock\(tx, "([a-z_]+)"')
 DYNAMIC = {
     'f"{name}_nodes"': ["hipporag.passage_graph_nodes", "noderag.heterograph_nodes"],
     'f"{name}_edges"': ["hipporag.passage_graph_edges", "noderag.heterograph_edges"],
+    # augment/similarity.py replace_edges: edges = similar | semantic_edges
+    'f"augment.{edges}_pairs"': ["augment.similar_pairs", "augment.semantic_edges_pairs"],
+    'f"augment.delete_{edges}_pairs"': ["augment.delete_similar_pairs", "augment.delete_semantic_edges_pairs"],
+    'f"augment.write_{edges}"': ["augment.write_similar", "augment.write_semantic_edges"],
 }
 
 
