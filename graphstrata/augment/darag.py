@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from graphstrata.augment import AugmentContext, StageReport, refresh_text_vectors, stage
 from graphstrata.cypher import query
-from graphstrata.ingest.extract import EXTRACTIVE
+from graphstrata.text.nlp import EXTRACTIVE
 
 
 def attribute_text(title: str | None, description: str | None, extractor: str | None) -> str | None:

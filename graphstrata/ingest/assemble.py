@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstrata.ingest.chunk import Piece, split_subchunks
-from graphstrata.ingest.extract import EXTRACTIVE
 from graphstrata.ingest.options import IngestOptions
 from graphstrata.ingest.rows import PreparedDoc, entity_row, mention_row
 from graphstrata.ingest.user_extractions import occurrences
 from graphstrata.text.names import entity_id, hid, keyword_id, normalize_name, term_id
-from graphstrata.text.nlp import Analysis
+from graphstrata.text.nlp import EXTRACTIVE, Analysis
 
 
 def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: IngestOptions) -> list[str]:

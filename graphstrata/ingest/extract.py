@@ -38,11 +38,6 @@ if TYPE_CHECKING:
     from graphstrata.llm import LLMClient
 
 Extractor = Literal["llm", "spacy", "user"]
-#: Extractors whose descriptions are copied from the passage (spaCy's offline stand-in: a relation's
-#: description is its sentence, a chunk's its first sentences and key phrases). What they write is
-#: not embedded: its vector would repeat the sentence's, and as facts and chunk attributes they
-#: measured below the text's own vectors (docs/methods.md).
-EXTRACTIVE = frozenset({"spacy"})
 
 #: Entity types the prompt offers; spaCy labels are mapped onto the same vocabulary.
 ENTITY_TYPES = (

@@ -37,6 +37,12 @@ def get_nlp() -> Language:
 #: not documented as thread-safe, and ingest may parse on two threads.
 PIPE_LOCK = threading.RLock()
 
+#: Extractors whose descriptions are copied from the passage (the spaCy extractor, the offline
+#: stand-in: a relation's description is its sentence, a chunk's its first sentences and key phrases).
+#: What they write is not embedded: its vector would repeat the sentence's, and as facts and chunk
+#: attributes they measured below the text's own vectors (docs/data-model.md, "What is embedded").
+EXTRACTIVE = frozenset({"spacy"})
+
 # Numeric entity kinds make hubs, not knowledge: "two" co-occurs with everything.
 SKIP_ENTITY_LABELS = {"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"}
 MIN_KEYWORD_LEN = 3
