@@ -25,6 +25,7 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.darag import DARAGRetriever
 from graphstrata.text.tokens import count_tokens
+from tests.conftest_llm import fake_llm_settings
 
 pytest_plugins = ["tests.conftest_llm"]
 
@@ -315,18 +316,6 @@ REPORTS = {  # (layer, k) -> (score, report)
 }
 
 
-def llm_settings(neo4j_settings: Settings, fake: Any, cache: Path) -> Settings:
-    return neo4j_settings.model_copy(
-        update={
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "chat_model": "fake-chat",
-            "cache_dir": cache,
-            "llm_timeout": 5.0,
-        }
-    )
-
-
 def scripted_reply(messages: list[dict], failure: str | None) -> str:
     prompt = messages[-1]["content"]
     m = re.search(r"Community \((\w+) [\w ]*layer, k-truss with k=(\d+)", prompt)
@@ -346,7 +335,7 @@ def test_llm_scores_reports_and_greedy_budget(
     # C_b fits both similarity reports and the short KG k=3 one, not the long KG k=4 one: the greedy
     # takes 90, 90, skips 70 (does not fit), takes 40.
     cb = tokens[("similarity", 3)] + tokens[("similarity", 4)] + tokens[("kg", 3)]
-    darag = retriever(hand_graph, llm_settings(neo4j_settings, fake_openai, tmp_path / "cache"))
+    darag = retriever(hand_graph, fake_llm_settings(neo4j_settings, fake_openai, tmp_path / "cache"))
     r = darag.retrieve("which planted community?", report_budget=cb)
     n = r.notes
     assert n["ranking"] == "llm" and n["llm"]["calls"] == 4 and n["llm"]["failures"] == []
@@ -383,7 +372,7 @@ def test_llm_failures_fall_back_to_qrscore(
     hand_graph: Database, neo4j_settings: Settings, fake_openai: Any, tmp_path: Path
 ) -> None:
     # the fake's default chat reply is prose, never the JSON asked for: every assessment fails
-    darag = retriever(hand_graph, llm_settings(neo4j_settings, fake_openai, tmp_path / "cache"))
+    darag = retriever(hand_graph, fake_llm_settings(neo4j_settings, fake_openai, tmp_path / "cache"))
     r = darag.retrieve("which planted community?")
     n = r.notes
     assert n["ranking"] == "qrscore" and len(n["llm"]["failures"]) == 4
@@ -529,17 +518,8 @@ def test_chunk_attribute_is_the_embedding_of_title_and_description(
     from graphstrata.augment.darag import attribute_text
     from graphstrata.client import GraphStrata
     from graphstrata.ingest.pipeline import IngestOptions
-    from tests.fake_openai import CHAT_MODEL
 
-    settings = neo4j_settings.model_copy(
-        update={
-            "openai_base_url": fake_openai.base_url,
-            "openai_api_key": fake_openai.api_key,
-            "chat_model": CHAT_MODEL,
-            "cache_dir": tmp_path / "cache",
-        }
-    )
-    gs = GraphStrata(settings, db=graph)
+    gs = GraphStrata(fake_llm_settings(neo4j_settings, fake_openai, tmp_path / "cache"), db=graph)
     docs = [
         ("Curie", "Marie Curie discovered polonium in Paris. She won two Nobel Prizes."),
         ("Danube", "The Danube flows through Vienna and Budapest into the Black Sea."),

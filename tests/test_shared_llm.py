@@ -12,6 +12,7 @@ from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.llm import LLMClient
+from tests.conftest_llm import fake_llm_settings
 
 pytest_plugins = ["tests.conftest_llm"]
 
@@ -20,18 +21,6 @@ DOCS = [
     ("Warsaw", "Warsaw is the capital of Poland. Warsaw lies on the Vistula river."),
     ("Nobel", "The Nobel Prize in Physics was first awarded in 1901 in Stockholm."),
 ]
-
-
-def llm_settings(neo4j_settings: Settings, fake, cache: Path) -> Settings:
-    return neo4j_settings.model_copy(
-        update={
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "chat_model": "fake-chat",
-            "cache_dir": cache,
-            "llm_timeout": 5.0,
-        }
-    )
 
 
 @pytest.fixture
@@ -51,7 +40,7 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> list[LLMClient]:
 def test_retrieval_answers_and_augment_share_the_clients_ledger(
     graph: Database, neo4j_settings: Settings, fake_openai, tmp_path: Path, opened: list[LLMClient]
 ) -> None:
-    settings = llm_settings(neo4j_settings, fake_openai, tmp_path / "cache")
+    settings = fake_llm_settings(neo4j_settings, fake_openai, tmp_path / "cache")
     with GraphStrata(settings, db=graph) as gs:
         gs.ingest_texts(DOCS, IngestOptions(extractor="spacy"))
         gs.augment(stages=["important_entities", "communities"])

@@ -40,13 +40,19 @@ def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int) -> list[
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
     if n > ctx.params.knn_exact_max_nodes:
         return _pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k))
-    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
-    if len(nodes) < 2:
+    ids, vecs = embedded(ctx, labels)
+    if len(ids) < 2:
         return []
-    sources, targets, scores = exact_knn(np.array([r["embedding"] for r in nodes], dtype=np.float32), k)
-    ids = [r["id"] for r in nodes]
+    sources, targets, scores = exact_knn(vecs, k)
     found = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
     return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in found)
+
+
+def embedded(ctx: AugmentContext, labels: list[str]) -> tuple[list[str], np.ndarray]:
+    """The ids and vectors (float32 rows, in id order) of the nodes with `labels` that have an embedding."""
+    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
+    vecs = np.array([n["embedding"] for n in nodes], dtype=np.float32)
+    return [n["id"] for n in nodes], vecs
 
 
 def gds_knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
@@ -164,11 +170,9 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:
     """HNSW's base layer over the embedded nodes of `labels`, as {a, b, score (cosine)} rows."""
-    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
-    if len(nodes) < 2:
+    ids, vecs = embedded(ctx, labels)
+    if len(ids) < 2:
         return []
-    ids = [n["id"] for n in nodes]
-    vecs = np.array([n["embedding"] for n in nodes], dtype=np.float32)
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
     with ctx.tracker.stage("hnsw base layer", None):
         edges = base_layer(vecs, m=HNSW_M, ef=HNSW_EF)
