@@ -19,7 +19,7 @@ try:
 except ModuleNotFoundError:  # tests/ is no package: pytest put tests/ itself on sys.path
     from fake_openai import CHAT_MODEL, EMBED_MODEL, FakeOpenAI  # type: ignore[no-redef]
 
-__all__ = ["FakeOpenAI", "fake_llm_settings", "fake_openai", "llm_client", "llm_client_factory", "make_llm_client"]
+__all__ = ["FakeOpenAI", "fake_openai", "llm_client", "llm_client_factory", "make_llm_client"]
 
 
 @pytest.fixture
@@ -27,19 +27,6 @@ def fake_openai() -> Iterator[FakeOpenAI]:
     """A running fake OpenAI-compatible server with fresh counters (one per test)."""
     with FakeOpenAI(api_key="test-key", embed_dim=16) as fake:
         yield fake
-
-
-def fake_llm_settings(base: Settings, fake: FakeOpenAI, cache_dir: Path) -> Settings:
-    """``base`` (e.g. the test database's settings) with its chat model at ``fake`` and an LLM cache of its own."""
-    return base.model_copy(
-        update={
-            "openai_api_key": fake.api_key,
-            "openai_base_url": fake.base_url,
-            "chat_model": CHAT_MODEL,
-            "cache_dir": cache_dir,
-            "llm_timeout": 5.0,
-        }
-    )
 
 
 def make_llm_client(fake: FakeOpenAI, cache_dir: Path, **overrides: object) -> LLMClient:

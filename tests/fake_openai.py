@@ -26,11 +26,15 @@ import threading
 import time
 from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from graphstrata.ingest.extract import text_from_extraction_prompt
 from graphstrata.ingest.extract_spacy import extract_with_spacy
 from graphstrata.text.nlp import get_nlp
+
+if TYPE_CHECKING:
+    from graphstrata.config import Settings
 
 Failure = Literal["429", "500", "hang", "malformed", "invalid", "garbage"]
 FAILURES: tuple[str, ...] = ("429", "500", "hang", "malformed", "invalid", "garbage")
@@ -311,3 +315,16 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": prompt, "total_tokens": prompt},
             },
         )
+
+
+def fake_llm_settings(base: Settings, fake: FakeOpenAI, cache_dir: Path) -> Settings:
+    """``base`` (e.g. the test database's settings) with its chat model at ``fake`` and an LLM cache of its own."""
+    return base.model_copy(
+        update={
+            "openai_api_key": fake.api_key,
+            "openai_base_url": fake.base_url,
+            "chat_model": CHAT_MODEL,
+            "cache_dir": cache_dir,
+            "llm_timeout": 5.0,
+        }
+    )

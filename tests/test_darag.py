@@ -25,7 +25,7 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.darag import DARAGRetriever
 from graphstrata.text.tokens import count_tokens
-from tests.conftest_llm import fake_llm_settings
+from tests.fake_openai import fake_llm_settings
 
 pytest_plugins = ["tests.conftest_llm"]
 

@@ -12,7 +12,7 @@ from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.llm import LLMClient
-from tests.conftest_llm import fake_llm_settings
+from tests.fake_openai import fake_llm_settings
 
 pytest_plugins = ["tests.conftest_llm"]
 
