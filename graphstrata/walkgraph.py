@@ -102,7 +102,8 @@ class WalkGraph:
 
 
 def graph_version(db: Database) -> Any:
-    return db.read_one(query("meta.version"))["version"]
+    """When the stored graph last changed (one round trip: retrievers read it on every question)."""
+    return db.read_plain(query("meta.version"))[0]["version"]
 
 
 # (database connection, name) -> (version, what was read); one lock per name so concurrent

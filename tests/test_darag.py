@@ -508,6 +508,52 @@ def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
         assert sorted(coarse["chunks"]) == sorted(ids[i] for i in best[2])
 
 
+# §4 working subgraph, read straight from the store: the entities the chunks mention, with those chunks
+# and embeddings; the RELATED edges among them; each entity's k most similar entities (SIMILAR read from
+# both ends, by descending score then id)
+REFERENCE_WORKING = """
+MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) WHERE c.id IN $chunks
+WITH e, collect(c.id) AS chunks
+WITH collect({e: e, chunks: chunks}) AS rows
+UNWIND rows AS r
+WITH r.e AS e, r.chunks AS chunks, [x IN rows | x.e.id] AS ids
+RETURN e.id AS id, e.embedding AS embedding, chunks,
+       COLLECT { MATCH (e)-[x:RELATED]->(f:Entity) WHERE f.id IN ids RETURN [f.id, x.predicate] } AS related,
+       COLLECT { MATCH (e)-[s:SIMILAR {kind: 'semantic'}]-(f:Entity)
+                 WITH f, s ORDER BY s.score DESC, f.id LIMIT $k RETURN f.id } AS similar
+"""
+
+
+@pytest.mark.parametrize("k_neighbor", [1, 2, 5])
+def test_working_subgraph_is_the_one_cypher_reads(corpus: Any, k_neighbor: int) -> None:
+    """The working subgraph cut from the in-memory entity layer equals the one plain Cypher reads."""
+    from graphstrata.retrieval.darag_layers import load_entity_layer
+    from graphstrata.walkgraph import graph_version
+
+    layer, _ = load_entity_layer(corpus.db, graph_version(corpus.db))
+    all_chunks = [r["id"] for r in corpus.db.read("MATCH (c:Chunk) RETURN c.id AS id ORDER BY id")]
+    some = all_chunks[::3]
+    for chunks in (some, all_chunks[:7], ["no such chunk"]):
+        w = layer.working(chunks, k_neighbor, ["kg", "similarity"], DIM)
+        ref = {r["id"]: r for r in corpus.db.read(REFERENCE_WORKING, chunks=chunks, k=k_neighbor)}
+        assert sorted(w.ids) == sorted(ref) and (len(ref) > 20 or chunks == ["no such chunk"])
+        assert {e: sorted(c) for e, c in w.chunks.items()} == {e: sorted(r["chunks"]) for e, r in ref.items()}
+        kg, sim = w.graphs["kg"], w.graphs["similarity"]
+        assert np.array_equal(kg.emb, np.array([ref[e]["embedding"] for e in kg.ids]).reshape(-1, DIM))
+        pair = lambda a, b: frozenset((a, b))  # noqa: E731
+        assert {pair(kg.ids[a], kg.ids[b]) for a, b in kg.edges.tolist()} == {
+            pair(e, f) for e, r in ref.items() for f, _ in r["related"]
+        }
+        assert sorted((a, b, p) for (a, b), rels in w.relations.items() for p, _ in rels) == sorted(
+            (e, f, p or "related to") for e, r in ref.items() for f, p in r["related"]
+        )
+        expected_sim = {pair(e, f) for e, r in ref.items() for f in r["similar"] if f in ref and f != e}
+        got_sim = [pair(sim.ids[a], sim.ids[b]) for a, b in sim.edges.tolist()]
+        assert len(got_sim) == len(set(got_sim)) and set(got_sim) == expected_sim
+        if chunks is some:
+            assert expected_sim and kg.edges.size
+
+
 def test_chunk_attribute_is_the_embedding_of_title_and_description(
     graph: Database, neo4j_settings: Settings, fake_openai: Any, tmp_path: Path
 ) -> None:

@@ -302,6 +302,21 @@ def test_density_diameter_qrscore_definitions() -> None:
         qrscore(np.empty((0, 2)), [1.0, 0.0])
 
 
+@pytest.mark.parametrize("n", [40, 300, 700])  # both sides of qpeel.DENSE_DIAMETER_LIMIT
+def test_diameter_against_networkx(n: int) -> None:
+    """Longest finite shortest path, over all pairs or between given members only, on sparse random
+    graphs with several components (networkx's all-pairs BFS as the reference)."""
+    rng = np.random.default_rng(n)
+    G = nx.gnm_random_graph(n, int(n * 1.3), seed=n)
+    G.remove_nodes_from(list(nx.isolates(G)))
+    E = edge_array(G)
+    lengths = dict(nx.all_pairs_shortest_path_length(G))
+    assert diameter(E) == max(max(d.values()) for d in lengths.values())
+    members = [*rng.choice(sorted(G.nodes), size=n // 5, replace=False).tolist(), n + 5]  # one absent
+    inside = [a for a in members if a in G]
+    assert diameter(E, nodes=members) == max(lengths[a].get(b, 0) for a in inside for b in inside)
+
+
 @pytest.mark.parametrize(("name", "G"), RANDOM_GRAPHS[::3], ids=[n for n, _ in RANDOM_GRAPHS[::3]])
 def test_paper_bounds_on_all_k_truss_components(name: str, G: nx.Graph) -> None:
     E = edge_array(G)

@@ -9,7 +9,8 @@ embedding-attributed community search (EACS) over the three-layer index.
    ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
 2. **Working subgraph** (§4): V_work = the entities linked by ``MENTIONS`` to a chunk of H_C; the
    KG layer L_KG (``RELATED``) and the similarity layer L_S (``SIMILAR {kind: 'semantic'}``, the
-   entity KNN of augment stage ``entity_similarity``) induced on V_work.
+   entity KNN of augment stage ``entity_similarity``) induced on V_work — cut from the entity layer,
+   held in memory per graph version like L_C.
 3. **Fine EACS** (§4, §5.1 adaptive k): Q-Peel on each fine layer for k = k_min..k_max gives the
    candidate communities {H^k}; a candidate equal to a higher-k one of the same layer is kept once.
 4. **Selection** (§5.1): with an LLM, each candidate gets a relevance score S and a report R in one
@@ -72,12 +73,11 @@ from graphstrata.retrieval.darag_layers import (
     Candidate,
     Layer,
     LayerGraph,
-    build_fine_graphs,
     community_chunks,
     community_note,
     load_chunk_layer,
+    load_entity_layer,
     make_candidate,
-    relation_lines,
     render_community,
 )
 from graphstrata.text.tokens import count_tokens, truncate
@@ -211,8 +211,10 @@ class DARAGRetriever(Retriever):
             q = np.asarray(self.embed_query(question), dtype=np.float64)
 
         # ---- 1. coarse EACS on the chunk layer ----------------------------------------------------
-        with t.stage("chunk_layer"):
-            layer, layer_cached = load_chunk_layer(self.db, graph_version(self.db))
+        with t.stage("layers"):
+            version = graph_version(self.db)
+            layer, layer_cached = load_chunk_layer(self.db, version)
+            entities, _ = load_entity_layer(self.db, version)
         if not layer.ids:
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
         with t.stage("coarse_eacs"):
@@ -248,16 +250,17 @@ class DARAGRetriever(Retriever):
             cos_hc = cosine_similarities(chunk_graph.emb[[position[c] for c in hc]], q).tolist()
             chunk_cos = dict(zip(hc, cos_hc, strict=True))
             hc.sort(key=lambda c: -chunk_cos[c])
+            doc_title = {c: layer.doc_titles[members[position[c]]] for c in hc}
             coarse_notes["size"] = len(hc)
             coarse_notes["chunks"] = hc
         with t.stage("chunk_fetch"):
-            chunks = {r["id"]: r for r in self.db.read_plain(query("darag.chunks"), ids=hc)}
+            texts = {r["id"]: r["text"] for r in self.db.read_plain(query("darag.chunks"), ids=hc[: p.chunk_k])}
 
         # ---- 2. working subgraph: entities of H_C and the fine layers among them ------------------
-        with t.stage("working_fetch"):
-            ents = self.db.read_plain(query("darag.working_subgraph"), chunks=hc, k_neighbor=p.k_neighbor)
+        with t.stage("working"):
+            working = entities.working(hc, p.k_neighbor, p.layers, q.size)
+            fine_graphs = working.graphs
         with t.stage("fine_eacs"):
-            fine_graphs = build_fine_graphs(ents, q.size, p.layers)
             fine: list[Candidate] = []
             for layer, g in fine_graphs.items():
                 found = [make_candidate(layer, c, g) for c in eacs(g.edges, g.emb, q, ks)[0]]
@@ -271,11 +274,9 @@ class DARAGRetriever(Retriever):
                         by_nodes[key] = i
                 fine.extend(found)
             distinct = [c for c in fine if c.duplicate_of is None]
-            info = {e["id"]: e for e in ents}
-            rel_lines = relation_lines(ents)
             for c in distinct:
-                c.rendering = render_community(c, info, rel_lines)
-                c.chunk_ids = community_chunks(c.members, info, chunk_cos)
+                c.rendering = render_community(c, working)
+                c.chunk_ids = community_chunks(c.members, working, chunk_cos)
 
         # ---- 3. scores and reports (LLM) or QRScore, then greedy packing into C_b -----------------
         llm_notes: dict[str, Any] = {"used": False}
@@ -312,7 +313,7 @@ class DARAGRetriever(Retriever):
                     why=f"EACS community of the {LAYER_TITLE[c.layer].lower()} (k={c.community.k}, "
                     f"{c.community.nodes.size} entities) in the working subgraph of H_C; ranked by {by}",
                     chunk_ids=c.chunk_ids,
-                    doc_titles=list(dict.fromkeys(chunks[x]["doc_title"] for x in c.chunk_ids if x in chunks)),
+                    doc_titles=list(dict.fromkeys(doc_title[x] for x in c.chunk_ids if doc_title[x])),
                     tokens=lengths[i],
                 )
             )
@@ -326,9 +327,9 @@ class DARAGRetriever(Retriever):
         )
         left = p.budget - sum(i.tokens for i in community_items)
         chunk_items: list[ContextItem] = []
-        for cid in [c for c in hc if c in chunks][: p.chunk_k]:
-            r = chunks[cid]
-            text = f"{r['doc_title']}\n{r['text']}" if r["doc_title"] else r["text"]
+        for cid in [c for c in hc[: p.chunk_k] if c in texts]:
+            title = doc_title[cid]
+            text = f"{title}\n{texts[cid]}" if title else texts[cid]
             item = ContextItem(
                 node_id=cid,
                 label="Chunk",
@@ -336,7 +337,7 @@ class DARAGRetriever(Retriever):
                 score=chunk_cos[cid],
                 why=f"{hc_note}; cosine {chunk_cos[cid]:.3f} to the question",
                 chunk_ids=[cid],
-                doc_titles=[r["doc_title"]] if r["doc_title"] else [],
+                doc_titles=[title] if title else [],
                 tokens=count_tokens(text),
             )
             if item.tokens <= left:  # like the reports: a unit that does not fit is skipped
@@ -349,7 +350,7 @@ class DARAGRetriever(Retriever):
         notes: dict[str, Any] = {
             "coarse": coarse_notes,
             "working": {
-                "entities": len(ents),
+                "entities": len(working.ids),
                 **{f"{layer}_edges": len(g.edges) for layer, g in fine_graphs.items()},
             },
             "ranking": "llm" if any(c.llm_score is not None for c in distinct) else "qrscore",

@@ -101,6 +101,7 @@ class ChunkLayer:
     text: np.ndarray  # (n, dim)
     attribute: np.ndarray  # (n, dim)
     described: np.ndarray  # (n,) bool: the chunk has an attribute of its own
+    doc_titles: list[str | None]
     truss: TrussIndex
 
     def search_range(self, order: np.ndarray, n: int | None) -> tuple[np.ndarray, TrussIndex]:
@@ -133,31 +134,119 @@ def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
             if r["a"] in index and r["b"] in index  # a chunk newer than the node list waits for the next read
         ]
         truss = TrussIndex(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
-        return ChunkLayer(ids, text, attribute, described, truss)
+        return ChunkLayer(ids, text, attribute, described, [r["doc_title"] for r in rows], truss)
 
     return read_once(db, "darag:chunk_layer", version, load)
 
 
-def build_fine_graphs(ents: list[dict], dim: int, layers: list[Layer]) -> dict[str, LayerGraph]:
-    ids = [e["id"] for e in ents]
-    index = {x: i for i, x in enumerate(ids)}
-    emb = as_matrix([e["embedding"] for e in ents], dim)
-    out: dict[str, LayerGraph] = {}
-    if "kg" in layers:
-        kg = [(index[e["id"]], index[r["b"]]) for e in ents for r in e["related"] if r["b"] in index]
-        out["kg"] = LayerGraph(ids, emb, np.asarray(kg, dtype=np.int64).reshape(-1, 2))
-    if "similarity" in layers:
-        # an entity's k_neighbor list, read in both directions, may name a pair twice: keep it once
-        sim = sorted(
-            {
-                (min(index[e["id"]], index[s["b"]]), max(index[e["id"]], index[s["b"]]))
-                for e in ents
-                for s in e["similar"]
-                if s["b"] in index
-            }
+@dataclass(frozen=True)
+class EntityLayer:
+    """The entities in memory, read once per graph version like :class:`ChunkLayer`: their name
+    embeddings (float32, as stored, so nothing is rounded), the chunks that mention them (E_inter),
+    the KG layer L_KG (RELATED) and the similarity layer L_S (SIMILAR {kind: 'semantic'}). §4's
+    working subgraph is cut from it per question with array operations (:meth:`working`)."""
+
+    ids: list[str]
+    index: dict[str, int]
+    names: list[str | None]
+    types: list[str | None]
+    descriptions: list[str | None]
+    emb: np.ndarray  # (n, dim) float32; a missing embedding is a zero row (cosine 0)
+    mentioned_by: dict[str, np.ndarray]  # chunk id -> the rows of the entities it mentions
+    related: np.ndarray  # (m, 2) rows of every RELATED edge, start first
+    related_text: list[tuple[str, str]]  # (predicate, description) of each row of ``related``
+    similar: np.ndarray  # (p, 2) entity, neighbour: each stored pair from both ends, each entity's
+    similar_rank: np.ndarray  # neighbours by descending score then id; (p,) rank in that list
+
+    def working(self, chunks: list[str], k_neighbor: int, layers: list[Layer], dim: int) -> Working:
+        """§4 working subgraph: V_work = the entities mentioned by ``chunks`` (the chunks of H_C), and
+        the fine layers induced on it — every RELATED edge among V_work, and each entity's
+        ``k_neighbor`` most similar entities that are in V_work (a pair named from both ends kept once).
+        Embeddings of another dimension than the question's ``dim`` count as missing."""
+        mentions = [(c, self.mentioned_by[c]) for c in chunks if c in self.mentioned_by]
+        rows = np.unique(np.concatenate([m for _, m in mentions])) if mentions else np.zeros(0, dtype=np.int64)
+        local = np.full(len(self.ids), -1, dtype=np.int64)
+        local[rows] = np.arange(rows.size)
+        chunks_of: dict[int, list[str]] = {}
+        for c, m in mentions:
+            for r in m.tolist():
+                chunks_of.setdefault(r, []).append(c)
+        graphs: dict[str, LayerGraph] = {}
+        ids = [self.ids[r] for r in rows.tolist()]
+        emb = self.emb[rows].astype(np.float64) if self.emb.shape[1] == dim else np.zeros((rows.size, dim))
+        kg_rows = np.zeros(0, dtype=np.int64)
+        if "kg" in layers:
+            ends = local[self.related]
+            kg_rows = np.flatnonzero((ends >= 0).all(axis=1))
+            graphs["kg"] = LayerGraph(ids, emb, ends[kg_rows])
+        if "similarity" in layers:
+            ends = local[self.similar]
+            keep = (ends >= 0).all(axis=1) & (self.similar_rank < k_neighbor)
+            pairs = np.unique(np.sort(ends[keep], axis=1), axis=0).reshape(-1, 2)
+            graphs["similarity"] = LayerGraph(ids, emb, pairs)
+        relations: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for i in kg_rows.tolist():
+            a, b = self.related[i].tolist()
+            relations.setdefault((self.ids[a], self.ids[b]), []).append(self.related_text[i])
+        return Working(self, ids, {self.ids[r]: c for r, c in chunks_of.items()}, graphs, relations)
+
+
+@dataclass(frozen=True)
+class Working:
+    """A question's working subgraph (§4): V_work, the chunks of H_C mentioning each of its entities,
+    its fine layers and the KG relations among its entities, (start id, end id) -> [(predicate, description)]."""
+
+    layer: EntityLayer
+    ids: list[str]
+    chunks: dict[str, list[str]]
+    graphs: dict[str, LayerGraph]
+    relations: dict[tuple[str, str], list[tuple[str, str]]]
+
+
+def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
+    """The entity layer at ``version`` (see :func:`graphstrata.walkgraph.read_once`), and whether it was cached."""
+
+    def load() -> EntityLayer:
+        rows = db.read(query("darag.entity_layer_nodes"))
+        ids = [r["id"] for r in rows]
+        index = {x: i for i, x in enumerate(ids)}
+        dim = next((len(r["embedding"]) for r in rows if r["embedding"]), 0)
+        emb = np.zeros((len(rows), dim), dtype=np.float32)
+        for i, r in enumerate(rows):
+            if r["embedding"] is not None and len(r["embedding"]) == dim:
+                emb[i] = r["embedding"]
+        mentioned: dict[str, list[int]] = {}
+        for r in db.read(query("darag.entity_layer_mentions")):
+            if r["entity"] in index:  # an entity newer than the node list waits for the next read
+                mentioned.setdefault(r["chunk"], []).append(index[r["entity"]])
+        related = [r for r in db.read(query("darag.entity_layer_related")) if r["a"] in index and r["b"] in index]
+        neighbours: dict[int, list[tuple[float, str]]] = {}
+        for r in db.read(query("darag.entity_layer_similar")):
+            if r["a"] in index and r["b"] in index:
+                score = r["score"] if r["score"] is not None else float("inf")  # Cypher: null first in DESC
+                neighbours.setdefault(index[r["a"]], []).append((score, r["b"]))
+                neighbours.setdefault(index[r["b"]], []).append((score, r["a"]))
+        similar: list[tuple[int, int]] = []
+        rank: list[int] = []
+        for a, ns in neighbours.items():
+            ns.sort(key=lambda s: (-s[0], s[1]))  # the order the layer's KNN lists are read in
+            similar += [(a, index[b]) for _, b in ns]
+            rank += range(len(ns))
+        return EntityLayer(
+            ids=ids,
+            index=index,
+            names=[r["name"] for r in rows],
+            types=[r["type"] for r in rows],
+            descriptions=[r["description"] for r in rows],
+            emb=emb,
+            mentioned_by={c: np.asarray(m, dtype=np.int64) for c, m in mentioned.items()},
+            related=np.asarray([(index[r["a"]], index[r["b"]]) for r in related], dtype=np.int64).reshape(-1, 2),
+            related_text=[(r["predicate"] or "related to", r["description"] or "") for r in related],
+            similar=np.asarray(similar, dtype=np.int64).reshape(-1, 2),
+            similar_rank=np.asarray(rank, dtype=np.int64),
         )
-        out["similarity"] = LayerGraph(ids, emb, np.asarray(sim, dtype=np.int64).reshape(-1, 2))
-    return out
+
+    return read_once(db, "darag:entity_layer", version, load)
 
 
 def make_candidate(layer: str, c: Community, g: LayerGraph) -> Candidate:
@@ -186,33 +275,24 @@ def community_note(c: Candidate, ids: list[str]) -> dict[str, Any]:
 
 
 # --- a community's text --------------------------------------------------------------------------
-def relation_lines(ents: list[dict]) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """RELATED edges of the working subgraph: (a, b) → [(predicate, description)]."""
-    out: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    for e in ents:
-        for r in e["related"]:
-            out.setdefault((e["id"], r["b"]), []).append((r["predicate"] or "related to", r["description"] or ""))
-    return out
-
-
-def render_community(
-    c: Candidate, info: dict[str, dict], rel_lines: dict[tuple[str, str], list[tuple[str, str]]]
-) -> str:
+def render_community(c: Candidate, w: Working) -> str:
     """The extractive community text: its entities (with descriptions) and the KG relations among
     them, a sentence shared by several relations given once."""
+    layer = w.layer
     members = set(c.members)
-    names = {m: info[m]["name"] or m for m in c.members}
+    rows = {m: layer.index[m] for m in c.members}
+    names = {m: layer.names[r] or m for m, r in rows.items()}
     lines = [
         f"{LAYER_TITLE[c.layer]} community (k={c.community.k}): "
         + ", ".join(sorted(names.values(), key=str.lower)[:MAX_RENDER_ITEMS])
     ]
-    described = [m for m in c.members if info[m].get("description")][:MAX_RENDER_ITEMS]
+    described = [m for m in c.members if layer.descriptions[rows[m]]][:MAX_RENDER_ITEMS]
     for m in sorted(described, key=lambda m: names[m].lower()):
-        kind = info[m].get("type")
+        kind = layer.types[rows[m]]
         label = f"{names[m]} ({kind})" if kind and kind != "UNKNOWN" else names[m]
-        lines.append(f"- {label}: {clip(info[m]['description'])}")
+        lines.append(f"- {label}: {clip(layer.descriptions[rows[m]])}")
     by_text: dict[str, list[str]] = {}
-    for (a, b), rels in rel_lines.items():
+    for (a, b), rels in w.relations.items():
         if a in members and b in members:
             for predicate, description in rels:
                 by_text.setdefault(clip(description), []).append(f"{names[a]} -[{predicate}]-> {names[b]}")
@@ -223,11 +303,11 @@ def render_community(
     return "\n".join(lines)
 
 
-def community_chunks(members: list[str], info: dict[str, dict], cos: dict[str, float]) -> list[str]:
+def community_chunks(members: list[str], w: Working, cos: dict[str, float]) -> list[str]:
     """Chunks of H_C that mention the community's entities: most members mentioned first, then by
     cosine to the question (for provenance and Recall@k)."""
     count: dict[str, int] = {}
     for m in members:
-        for ch in info[m]["chunks"]:
+        for ch in w.chunks[m]:
             count[ch] = count.get(ch, 0) + 1
     return sorted(count, key=lambda ch: (-count[ch], -cos.get(ch, 0.0)))
