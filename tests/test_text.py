@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -105,3 +106,31 @@ def test_central_texts_keeps_the_most_central_in_input_order() -> None:
     one = np.array([[1.0, 0.0]])
     assert central_texts(long, one, max_tokens=5) == long
     assert count_tokens(central_texts(long, one, max_tokens=5, cut=True)[0]) == 5
+
+
+def test_spacy_in_a_new_thread_reuses_the_loaded_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    """thinc makes a backend in every thread or context that has none, scanning the installed packages'
+    entry points (milliseconds of CPU): a question parsed in a fresh thread (fusion's methods, a
+    server request) must not pay it, and gets the same parse."""
+    import threading
+
+    import thinc.backends
+
+    from graphstrata.text import nlp
+
+    question = "Who directed the film that was shot in Leland, North Carolina?"
+    nlp.clear_cache()
+    expected = [(t.text, t.pos_, t.ent_type_) for t in nlp.query_doc(question)]
+    calls: list[str] = []
+    real = thinc.backends.get_ops
+    monkeypatch.setattr(thinc.backends, "get_ops", lambda name, **kw: calls.append(name) or real(name, **kw))
+    got: list[Any] = []
+
+    def parse() -> None:
+        nlp.clear_cache()
+        got.append([(t.text, t.pos_, t.ent_type_) for t in nlp.query_doc(question)])
+
+    worker = threading.Thread(target=parse)
+    worker.start()
+    worker.join()
+    assert got == [expected] and calls == []
