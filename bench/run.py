@@ -16,5 +16,8 @@ import retrieval
 from graphstrata.retrieval.base import available_methods
 
 if __name__ == "__main__":
+    import argparse
+
+    argparse.ArgumentParser(description=__doc__).parse_args()
     ingest.main()
     retrieval.main(list(available_methods()))
