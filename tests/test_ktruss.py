@@ -584,3 +584,26 @@ def test_q_peel_equals_the_literal_algorithm(seed: int, dense: bool, monkeypatch
         H = nx.Graph(truss.subgraph(comp))
         c = q_peel_component(edge_array(H), emb, q, k)
         assert c.nodes.tolist() == literal_q_peel(H, emb, q, k)
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sets"])
+def test_a_peel_start_serves_every_query_unchanged(dense: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PeelStart (what DA-RAG keeps per chunk-layer component) is copied, never used up: peeling it
+    for one query after another gives each the literal algorithm's result."""
+    from graphstrata.algorithms import qpeel
+
+    monkeypatch.setattr(qpeel, "DENSE_LIMIT", 10**6 if dense else 0)
+    rng = np.random.default_rng(7)
+    truss = nx.k_truss(nx.powerlaw_cluster_graph(80, 5, 0.8, seed=7), 3)
+    H = nx.Graph(truss.subgraph(max(nx.connected_components(truss), key=len)))
+    emb = rng.normal(size=(80, 6))
+    start = qpeel.peel_start(edge_array(H), 3)
+    removed = []
+    for _ in range(6):
+        q = rng.normal(size=6)
+        got = q_peel_component(start, emb, q, 3).nodes.tolist()
+        assert got == literal_q_peel(H, emb, q, 3)
+        removed.append(H.number_of_nodes() - len(got))
+    assert max(removed) > 5  # the queries did peel
+    with pytest.raises(ValueError, match="k=3"):
+        q_peel_component(start, emb, rng.normal(size=6), 4)

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphstrata.algorithms.ktruss import IntArray, component_edges, simplify_edges, truss_decomposition
-from graphstrata.algorithms.qpeel import Community, cosine_similarities, q_peel_component
+from graphstrata.algorithms.qpeel import Community, PeelStart, cosine_similarities, peel_start, q_peel_component
 from graphstrata.text.tokens import fit
 
 
@@ -31,12 +31,27 @@ class TrussIndex:
         self.truss = truss_decomposition(self.edges) if self.edges.size else np.zeros(0, dtype=np.int64)
         self.top = int(self.truss.max()) if self.truss.size else 0
         self._components: dict[int, list[tuple[IntArray, IntArray]]] = {}
+        self._starts: dict[tuple[int, int], PeelStart] = {}
 
     def components(self, k: int) -> list[tuple[IntArray, IntArray]]:
         """The connected components of T_k as (nodes, edges), largest first."""
         if k not in self._components:
             self._components[k] = component_edges(self.edges[self.truss >= k])
         return self._components[k]
+
+    def peel_start(self, k: int, i: int) -> PeelStart | IntArray:
+        """What Q-Peel starts from on component ``i`` of T_k: its :class:`PeelStart` (the triangle
+        supports of every edge, the costly query-independent part), kept for components of up to
+        ``KEPT_START_NODES`` nodes; the component's edges beyond (each query rebuilds the start)."""
+        nodes, edges = self.components(k)[i]
+        if nodes.size > KEPT_START_NODES:
+            return edges
+        if (k, i) not in self._starts:  # two questions may both build it: the same value
+            self._starts[(k, i)] = peel_start(edges, k)
+        return self._starts[(k, i)]
+
+
+KEPT_START_NODES = 2000  # a kept dense start holds 5 n^2 bytes: 20 MB per k at the limit
 
 
 def eacs(
@@ -70,7 +85,7 @@ def eacs(
         for i in sorted(range(len(components)), key=lambda i: (-bounds[i], i)):
             if best is not None and (bounds[i] < best.qrscore or (bounds[i] == best.qrscore and i > best_at)):
                 break  # the bounds only fall from here: no later component can win either
-            community = q_peel_component(components[i][1], embeddings, q, k)
+            community = q_peel_component(index.peel_start(k, i), embeddings, q, k)
             if best is None or (community.qrscore, -i) > (best.qrscore, -best_at):
                 best, best_at = community, i
         if best is not None:

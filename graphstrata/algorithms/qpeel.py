@@ -28,6 +28,7 @@ Reading of Algorithm 1 used here (all choices are the paper's unless marked):
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections import deque
 from collections.abc import Sized
@@ -49,9 +50,11 @@ from graphstrata.algorithms.ktruss import (
 
 __all__ = [
     "Community",
+    "PeelStart",
     "cosine_similarities",
     "density",
     "diameter",
+    "peel_start",
     "q_peel",
     "q_peel_communities",
     "q_peel_component",
@@ -194,6 +197,17 @@ class _Retirement:
     n_edges: int
     watchers: list[list[int]]
 
+    def fresh_copy(self) -> Any:
+        """A copy to peel, this one kept as the start (the witness lists start empty)."""
+        other = copy.copy(self)
+        other.alive = list(self.alive) if isinstance(self.alive, list) else self.alive.copy()
+        other.watchers = [[] for _ in self.watchers]
+        other._copy_graph(self)
+        return other
+
+    def _copy_graph(self, source: Any) -> None:
+        raise NotImplementedError
+
     def _retire(self, x: int, degree: int) -> list[int]:
         """Book ``x``'s removal (its ``degree`` edges gone); the nodes whose witness it was."""
         self.n_edges -= degree
@@ -227,6 +241,10 @@ class _PeelState(_Retirement):
         self.size = n
         self.n_edges = len(self.support)
         self.watchers: list[list[int]] = [[] for _ in range(n)]  # y -> nodes whose witness holds y
+
+    def _copy_graph(self, source: _PeelState) -> None:
+        self.adj = [set(n) for n in source.adj]
+        self.support = dict(source.support)
 
     def is_connected_k_truss(self) -> bool:
         return (
@@ -311,6 +329,10 @@ class _DensePeelState(_Retirement):
         self.n_edges = int(u.size)
         self.watchers: list[list[int]] = [[] for _ in range(n)]
 
+    def _copy_graph(self, source: _DensePeelState) -> None:
+        self.adj = source.adj.copy()
+        self.support = source.support.copy()
+
     def is_connected_k_truss(self) -> bool:
         return (
             self.n_edges > 0
@@ -379,19 +401,43 @@ def _community(nodes: IntArray, edges: IntArray, embeddings: npt.ArrayLike, quer
     )
 
 
-def q_peel_component(edges: npt.ArrayLike, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int) -> Community:
-    """Algorithm 1, lines 5–11 (§5.2): query-aware peeling of one connected k-truss component.
+@dataclass(frozen=True)
+class PeelStart:
+    """The query-independent start of Q-Peel on one connected k-truss component: the component
+    relabelled to local ids and its peel state before any removal (adjacency, triangle supports).
+    Made once (:func:`peel_start`) and copied by every query that peels the component."""
 
-    Repeatedly removes the least query-relevant node whose removal raises QRScore and leaves a
-    connected k-truss, restarting from the least relevant node after every removal, until no node
-    qualifies.  Raises ``ValueError`` if ``edges`` is not a connected k-truss.
-    """
+    graph: SimpleGraph
+    k: int
+    state: _PeelState | _DensePeelState = field(repr=False)
+
+
+def peel_start(edges: npt.ArrayLike, k: int) -> PeelStart:
+    """The :class:`PeelStart` of the component ``edges``; ``ValueError`` if it is not a connected k-truss."""
     if k < 2:
         raise ValueError("k must be >= 2")
     g = simplify_edges(edges)
     state = (_DensePeelState if g.n_nodes <= DENSE_LIMIT else _PeelState)(g.n_nodes, g.u, g.v, k)
     if not state.is_connected_k_truss():
         raise ValueError(f"the component is not a connected {k}-truss")
+    return PeelStart(g, k, state)
+
+
+def q_peel_component(
+    edges: npt.ArrayLike | PeelStart, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int
+) -> Community:
+    """Algorithm 1, lines 5–11 (§5.2): query-aware peeling of one connected k-truss component
+    (its edges, or its :class:`PeelStart` at this ``k``).
+
+    Repeatedly removes the least query-relevant node whose removal raises QRScore and leaves a
+    connected k-truss, restarting from the least relevant node after every removal, until no node
+    qualifies.  Raises ``ValueError`` if ``edges`` is not a connected k-truss.
+    """
+    start = edges if isinstance(edges, PeelStart) else peel_start(edges, k)
+    if start.k != k:
+        raise ValueError(f"the peel start is for k={start.k}, not {k}")
+    g = start.graph
+    state = start.state.fresh_copy()
     sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
     order = np.argsort(sims, kind="stable").tolist()  # SortByRelevance: ascending, ties by node id
     sim = sims.tolist()
