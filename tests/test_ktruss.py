@@ -317,6 +317,12 @@ def test_diameter_against_networkx(n: int) -> None:
     assert diameter(E, nodes=members) == max(lengths[a].get(b, 0) for a in inside for b in inside)
 
 
+def test_diameter_of_a_long_graph() -> None:
+    """A path longer than the dense search's step cap: the BFS fallback measures it."""
+    assert diameter([(i, i + 1) for i in range(99)]) == 99
+    assert diameter([(i, i + 1) for i in range(99)], nodes=[10, 80]) == 70
+
+
 @pytest.mark.parametrize(("name", "G"), RANDOM_GRAPHS[::3], ids=[n for n, _ in RANDOM_GRAPHS[::3]])
 def test_paper_bounds_on_all_k_truss_components(name: str, G: nx.Graph) -> None:
     E = edge_array(G)

@@ -47,6 +47,7 @@ from graphstrata.algorithms.ktruss import (
     k_truss,
     simplify_edges,
 )
+from graphstrata.algorithms.qpeel_dense import peel_dense
 
 __all__ = [
     "Community",
@@ -149,7 +150,9 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
         present[present] = g.nodes[pos[present]] == wanted[present]
         sources = pos[present]  # members absent from the graph are unreachable: ignored
     if g.n_nodes <= DENSE_DIAMETER_LIMIT:
-        return _dense_diameter(g, sources)
+        found = _dense_diameter(g, sources)
+        if found is not None:
+            return found
     graph = sp.coo_matrix((np.ones(g.u.size), (g.u, g.v)), shape=(g.n_nodes, g.n_nodes)).tocsr()
     best = 0
     for start in range(0, sources.size, 256):  # BFS from 256 sources at a time: bounded memory
@@ -161,12 +164,13 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
 
 
 DENSE_DIAMETER_LIMIT = 500  # nodes; below it a BFS from every source at once, as matrix products, is faster
+DENSE_DIAMETER_STEPS = 16  # ... unless the graph is long: each step costs a product whatever the frontier
 
 
-def _dense_diameter(g: SimpleGraph, sources: IntArray) -> int:
+def _dense_diameter(g: SimpleGraph, sources: IntArray) -> int | None:
     """:func:`diameter` as a BFS from all ``sources`` at once: after step d, ``reach[i, j]`` says
     whether node j is within d hops of source i; the diameter is the last step that reached
-    another source."""
+    another source. None when the search is still growing after ``DENSE_DIAMETER_STEPS`` steps."""
     adj = np.zeros((g.n_nodes, g.n_nodes), dtype=np.float32)
     adj[g.u, g.v] = adj[g.v, g.u] = 1.0
     reach = np.zeros((sources.size, g.n_nodes), dtype=bool)
@@ -174,6 +178,8 @@ def _dense_diameter(g: SimpleGraph, sources: IntArray) -> int:
     found = int(sources.size)  # source pairs reached so far (each source reaches itself)
     best = step = 0
     while True:
+        if step == DENSE_DIAMETER_STEPS:
+            return None
         grown = reach | ((reach.astype(np.float32) @ adj) > 0)
         step += 1
         if np.array_equal(grown, reach):
@@ -314,16 +320,17 @@ class _PeelState(_Retirement):
 
 
 class _DensePeelState(_Retirement):
-    """:class:`_PeelState` on dense numpy matrices (adjacency and support), for components of up to
-    ``DENSE_LIMIT`` nodes: the same checks and witnesses, each a few array operations over the
-    removed node's neighbourhood instead of a Python loop over its triangles."""
+    """The start of a peel on dense numpy matrices (adjacency and triangle support), for components
+    of up to ``DENSE_LIMIT`` nodes; the compiled loop of :mod:`graphstrata.algorithms.qpeel_dense`
+    peels a copy of it."""
 
     def __init__(self, n: int, u: IntArray, v: IntArray, k: int) -> None:
         self.k = k
         self.adj = np.zeros((n, n), dtype=bool)
         self.adj[u, v] = self.adj[v, u] = True
         a = sp.csr_matrix(self.adj, dtype=np.int32)
-        self.support = (a @ a).multiply(a).toarray()  # common neighbours of every edge's ends
+        self.support = (a @ a).multiply(a).toarray().astype(np.int32)  # common neighbours of every edge's ends
+        self.indptr, self.indices = a.indptr.astype(np.int64), a.indices.astype(np.int64)  # neighbour lists
         self.alive = np.ones(n, dtype=bool)
         self.size = n
         self.n_edges = int(u.size)
@@ -334,48 +341,15 @@ class _DensePeelState(_Retirement):
         self.support = source.support.copy()
 
     def is_connected_k_truss(self) -> bool:
-        return (
-            self.n_edges > 0
-            and bool((self.support[self.adj] >= self.k - 2).all())
-            and bool(self._reach(self.adj, 0).all())
-        )
-
-    @staticmethod
-    def _reach(adj: np.ndarray, start: int) -> np.ndarray:
-        """Which nodes of the graph ``adj`` a BFS from ``start`` reaches (isolated dead nodes: no)."""
-        seen = np.zeros(adj.shape[0], dtype=bool)
-        seen[start] = True
+        if self.n_edges == 0 or not bool((self.support[self.adj] >= self.k - 2).all()):
+            return False
+        seen = np.zeros(self.adj.shape[0], dtype=bool)
+        seen[0] = True
         frontier = seen.copy()
         while frontier.any():
-            frontier = adj[frontier].any(axis=0) & ~seen
+            frontier = self.adj[frontier].any(axis=0) & ~seen
             seen |= frontier
-        return seen
-
-    def blocker(self, x: int) -> tuple[int, int] | None:
-        nbrs = np.flatnonzero(self.adj[x])
-        if self.n_edges - nbrs.size == 0:
-            return (x, x)
-        # x is a common neighbour of any two of its neighbours: they are joined iff their support > 0
-        block = self.support[np.ix_(nbrs, nbrs)]
-        local = block > 0
-        critical = np.argwhere(local & (block <= self.k - 2))
-        if critical.size:
-            return (int(nbrs[critical[0, 0]]), int(nbrs[critical[0, 1]]))
-        if self._reach(local, 0).all():
-            return None
-        rest = self.adj.copy()
-        rest[x] = rest[:, x] = False
-        cut_off = nbrs[~self._reach(rest, int(nbrs[0]))[nbrs]]
-        return None if cut_off.size == 0 else (int(nbrs[0]), int(cut_off[0]))
-
-    def remove(self, x: int) -> list[int]:
-        nbrs = np.flatnonzero(self.adj[x])
-        block = np.ix_(nbrs, nbrs)
-        support = self.support[block]
-        self.support[block] = support - (support > 0)  # each edge among them loses the triangle with x
-        self.adj[x, nbrs] = self.adj[nbrs, x] = False
-        self.support[x, nbrs] = self.support[nbrs, x] = 0
-        return self._retire(x, nbrs.size)
+        return bool(seen.all())
 
 
 DENSE_LIMIT = 4000  # nodes; a dense state of n nodes holds 5 n^2 bytes (80 MB at the limit)
@@ -439,14 +413,25 @@ def q_peel_component(
     g = start.graph
     state = start.state.fresh_copy()
     sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
-    order = np.argsort(sims, kind="stable").tolist()  # SortByRelevance: ascending, ties by node id
-    sim = sims.tolist()
+    ranked = np.argsort(sims, kind="stable")  # SortByRelevance: ascending, ties by node id
     total = float(sims.sum())
+    if isinstance(state, _DensePeelState):
+        args = (state.indptr, state.indices, ranked, sims, total, k, state.n_edges)
+        keep = peel_dense(state.adj, state.support, *args)
+    else:
+        keep = _peel(state, ranked.tolist(), sims.tolist(), total)
+    kept_edges = keep[g.u] & keep[g.v]
+    edges_out = np.stack([g.nodes[g.u[kept_edges]], g.nodes[g.v[kept_edges]]], axis=1)
+    return _community(g.nodes[keep], edges_out, embeddings, query, k)
 
-    # Algorithm 1, lines 6-11: after every removal the scan restarts from the least relevant node.
-    # A node with a live witness would fail IsValidImprovement again, so the restarted scan only has
-    # to visit the others: ``pending`` holds them by their position in ``order`` (same removals, same
-    # result as the literal loop, without re-checking every blocked node after each removal).
+
+def _peel(state: _PeelState, order: list[int], sim: list[float], total: float) -> np.ndarray:
+    """Lines 6-11 on the adjacency-set state: the mask of the nodes kept.
+
+    After every removal the scan restarts from the least relevant node.
+    A node with a live witness would fail IsValidImprovement again, so the restarted scan only has
+    to visit the others: ``pending`` holds them by their position in ``order`` (same removals, same
+    result as the literal loop, without re-checking every blocked node after each removal)."""
     position = {x: i for i, x in enumerate(order)}
     pending = list(range(len(order)))  # a heap of positions; already sorted
     queued = [True] * len(order)
@@ -471,10 +456,7 @@ def q_peel_component(
             for y in set(witness):
                 state.watchers[y].append(x)
 
-    keep = np.asarray(state.alive, dtype=bool)
-    kept_edges = keep[g.u] & keep[g.v]
-    edges_out = np.stack([g.nodes[g.u[kept_edges]], g.nodes[g.v[kept_edges]]], axis=1)
-    return _community(g.nodes[keep], edges_out, embeddings, query, k)
+    return np.asarray(state.alive, dtype=bool)
 
 
 def q_peel_communities(

@@ -347,6 +347,7 @@ class DARAGRetriever(Retriever):
                 chunk_items.append(item)  # nothing else to give: pack() cuts it to the budget
         items = chunk_items + community_items if p.layout == "chunks_first" else community_items + chunk_items
 
+        fine_ids = {layer: np.asarray(g.ids, dtype=object) for layer, g in fine_graphs.items()}
         notes: dict[str, Any] = {
             "coarse": coarse_notes,
             "working": {
@@ -358,8 +359,8 @@ class DARAGRetriever(Retriever):
             "candidates": len(distinct),
             "selected": len(chosen),
             "report_budget": min(cb, p.budget),
-            "communities": [community_note(c, chunk_graph.ids) for c in coarse]
-            + [community_note(c, fine_graphs[c.layer].ids) for c in fine],
+            "communities": [community_note(c, np.asarray(chunk_graph.ids, dtype=object)) for c in coarse]
+            + [community_note(c, fine_ids[c.layer]) for c in fine],
         }
         if p.use_llm and not self.settings.llm_enabled:
             # the default asks for the LLM: a user without one must see that the ranking fell back

@@ -260,7 +260,7 @@ def make_candidate(layer: str, c: Community, g: LayerGraph) -> Candidate:
     )
 
 
-def community_note(c: Candidate, ids: list[str]) -> dict[str, Any]:
+def community_note(c: Candidate, ids: np.ndarray) -> dict[str, Any]:
     """One community of notes["communities"]: B.3 metrics, A.1/A.2 bounds, its nodes and edges."""
     out = c.metrics()
     out["selected"] = c.selected
@@ -270,7 +270,7 @@ def community_note(c: Candidate, ids: list[str]) -> dict[str, Any]:
         out["llm_score"] = c.llm_score
     out["id"] = c.key
     out["nodes"] = c.members
-    out["edges"] = [[ids[a], ids[b]] for a, b in c.community.edges.tolist()]
+    out["edges"] = ids[c.community.edges].tolist()  # ids: the layer's node ids as an object array
     return out
 
 

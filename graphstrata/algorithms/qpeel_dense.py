@@ -1,0 +1,147 @@
+"""Q-Peel's peeling loop (DA-RAG Algorithm 1, lines 6–11) compiled with numba, on the dense state of
+:class:`graphstrata.algorithms.qpeel._DensePeelState` (adjacency and triangle-support matrices).
+
+The same removals as the Python loop of :func:`graphstrata.algorithms.qpeel.q_peel_component`, which
+still runs components too large for dense matrices; both are checked against a literal reading of
+Algorithm 1 in tests/test_ktruss.py. Compiled once per machine (numba's on-disk cache) and run
+without the GIL, so questions peel side by side.
+
+The witness rule (why a blocked node need not be checked again until a node of its witness goes) is
+explained on :class:`graphstrata.algorithms.qpeel._PeelState`; here each blocked node keeps only its
+latest witness, and the scan restarts from the lowest position a freed node holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def peel_dense(
+    adj: np.ndarray,  # (n, n) bool, changed in place
+    support: np.ndarray,  # (n, n) int32: triangles through each edge, changed in place
+    indptr: np.ndarray,  # CSR of the component's edges (both directions): where to look for neighbours
+    indices: np.ndarray,
+    order: np.ndarray,  # nodes by ascending cosine to the query (SortByRelevance)
+    sim: np.ndarray,  # each node's cosine to the query
+    total: float,  # sum of ``sim``, as numpy summed it (the mean test must round as the Python loop's)
+    k: int,
+    n_edges: int,
+) -> np.ndarray:
+    """Peel one component; the mask of the nodes kept."""
+    n = adj.shape[0]
+    alive = np.ones(n, dtype=np.bool_)
+    size = n
+    position = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        position[order[i]] = i
+    queued = np.ones(n, dtype=np.bool_)  # by position
+    witness = np.full((n, 2), -1, dtype=np.int64)  # a blocked node's (a, b)
+    nbrs = np.empty(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(n, dtype=np.int64)
+    ptr = 0
+    while size >= 2:
+        while ptr < n and not queued[ptr]:
+            ptr += 1
+        if ptr == n:
+            break
+        x = order[ptr]
+        if not alive[x]:
+            queued[ptr] = False
+            continue
+        # QRScore(S \ {x}) > QRScore(S) <=> cos(x) < mean; ascending order: no later node passes either
+        if not (total - sim[x]) / (size - 1) > total / size:
+            break
+        queued[ptr] = False
+        deg = 0
+        for p in range(indptr[x], indptr[x + 1]):
+            if adj[x, indices[p]]:
+                nbrs[deg] = indices[p]
+                deg += 1
+        a, b = _blocker(adj, support, indptr, indices, x, nbrs, deg, k, n_edges, seen, stack)
+        if a >= 0:
+            witness[x, 0] = a
+            witness[x, 1] = b
+            continue
+        # remove x: each edge among its neighbours loses the triangle through x
+        total -= sim[x]
+        for i in range(deg):
+            u = nbrs[i]
+            for j in range(i + 1, deg):
+                v = nbrs[j]
+                if support[u, v] > 0:
+                    support[u, v] -= 1
+                    support[v, u] -= 1
+        for i in range(deg):
+            u = nbrs[i]
+            adj[x, u] = adj[u, x] = False
+            support[x, u] = support[u, x] = 0
+        n_edges -= deg
+        alive[x] = False
+        size -= 1
+        for y in range(n):  # the nodes whose witness x was are checked again
+            if witness[y, 0] == x or witness[y, 1] == x:
+                witness[y, 0] = witness[y, 1] = -1
+                if alive[y] and not queued[position[y]]:
+                    queued[position[y]] = True
+                    ptr = min(ptr, position[y])
+    return alive
+
+
+@njit(cache=True, nogil=True)
+def _blocker(adj, support, indptr, indices, x, nbrs, deg, k, n_edges, seen, stack):
+    """(-1, -1) if G[S \\ {x}] is still a connected k-truss, else a witness (see the module docstring)."""
+    if n_edges == deg:
+        return x, x  # an edgeless remainder is not a community, and stays so
+    # x is a common neighbour of any two of its neighbours: they are joined iff their support > 0
+    for i in range(deg):
+        u = nbrs[i]
+        for j in range(i + 1, deg):
+            s = support[u, nbrs[j]]
+            if 0 < s <= k - 2:
+                return u, nbrs[j]
+    # G - x is connected if x's neighbours are connected among themselves ...
+    start = nbrs[0]
+    seen[start] = True
+    stack[0] = start
+    top, reached = 1, 1
+    while top:
+        top -= 1
+        u = stack[top]
+        for i in range(deg):
+            v = nbrs[i]
+            if not seen[v] and adj[u, v]:
+                seen[v] = True
+                stack[top] = v
+                top += 1
+                reached += 1
+    for i in range(deg):
+        seen[nbrs[i]] = False
+    if reached == deg:
+        return -1, -1
+    # ... else one search in G - x from the first neighbour decides (it stops once all are reached)
+    missing = deg - 1
+    seen[start] = True
+    stack[0] = start
+    top = 1
+    is_nbr = adj[x]
+    while top and missing:
+        top -= 1
+        u = stack[top]
+        for p in range(indptr[u], indptr[u + 1]):
+            v = indices[p]
+            if v != x and not seen[v] and adj[u, v]:
+                seen[v] = True
+                stack[top] = v
+                top += 1
+                if is_nbr[v]:
+                    missing -= 1
+    cut = -1
+    for i in range(deg):
+        if not seen[nbrs[i]]:
+            cut = nbrs[i]
+            break
+    seen[:] = False
+    return (-1, -1) if cut < 0 else (start, cut)
