@@ -1,6 +1,6 @@
 """Embedding-attributed community search (EACS) on one graph layer, and the subgraph-quality measures
 of DA-RAG ("Dynamic Attributed Community Search for Retrieval-Augmented Generation", Zeng et al.,
-WWW '26; docs/methods.md): pure numpy / Python, no database.
+WWW '26; docs/methods.md): numpy / Python (and numba for the peel), no database.
 
 - :class:`TrussIndex`, :func:`eacs`: Q-Peel (DA-RAG Algorithm 1) for every k of a range, one truss
   decomposition for all (kept per graph, reused by every query).

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from graphstrata.algorithms.ktruss import (
     IntArray,
@@ -47,7 +46,7 @@ from graphstrata.algorithms.ktruss import (
     k_truss,
     simplify_edges,
 )
-from graphstrata.algorithms.qpeel_dense import peel_dense
+from graphstrata.algorithms.qpeel_dense import bfs_diameter, peel_dense
 
 __all__ = [
     "Community",
@@ -149,45 +148,8 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
         present = pos < g.n_nodes
         present[present] = g.nodes[pos[present]] == wanted[present]
         sources = pos[present]  # members absent from the graph are unreachable: ignored
-    if g.n_nodes <= DENSE_DIAMETER_LIMIT:
-        found = _dense_diameter(g, sources)
-        if found is not None:
-            return found
-    graph = sp.coo_matrix((np.ones(g.u.size), (g.u, g.v)), shape=(g.n_nodes, g.n_nodes)).tocsr()
-    best = 0
-    for start in range(0, sources.size, 256):  # BFS from 256 sources at a time: bounded memory
-        dist = csgraph.shortest_path(graph, directed=False, unweighted=True, indices=sources[start : start + 256])
-        finite = dist[:, sources][np.isfinite(dist[:, sources])]
-        if finite.size:
-            best = max(best, int(finite.max()))
-    return best
-
-
-DENSE_DIAMETER_LIMIT = 500  # nodes; below it a BFS from every source at once, as matrix products, is faster
-DENSE_DIAMETER_STEPS = 16  # ... unless the graph is long: each step costs a product whatever the frontier
-
-
-def _dense_diameter(g: SimpleGraph, sources: IntArray) -> int | None:
-    """:func:`diameter` as a BFS from all ``sources`` at once: after step d, ``reach[i, j]`` says
-    whether node j is within d hops of source i; the diameter is the last step that reached
-    another source. None when the search is still growing after ``DENSE_DIAMETER_STEPS`` steps."""
-    adj = np.zeros((g.n_nodes, g.n_nodes), dtype=np.float32)
-    adj[g.u, g.v] = adj[g.v, g.u] = 1.0
-    reach = np.zeros((sources.size, g.n_nodes), dtype=bool)
-    reach[np.arange(sources.size), sources] = True
-    found = int(sources.size)  # source pairs reached so far (each source reaches itself)
-    best = step = 0
-    while True:
-        if step == DENSE_DIAMETER_STEPS:
-            return None
-        grown = reach | ((reach.astype(np.float32) @ adj) > 0)
-        step += 1
-        if np.array_equal(grown, reach):
-            return best
-        reached = int(grown[:, sources].sum())
-        if reached > found:
-            best, found = step, reached
-        reach = grown
+    both = sp.coo_matrix((np.ones(2 * g.u.size), (np.r_[g.u, g.v], np.r_[g.v, g.u])), shape=(g.n_nodes,) * 2).tocsr()
+    return int(bfs_diameter(both.indptr.astype(np.int64), both.indices.astype(np.int64), sources.astype(np.int64)))
 
 
 # --------------------------------------------------------------------------------------------------

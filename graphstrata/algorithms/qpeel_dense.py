@@ -145,3 +145,32 @@ def _blocker(adj, support, indptr, indices, x, nbrs, deg, k, n_edges, seen, stac
             break
     seen[:] = False
     return (-1, -1) if cut < 0 else (start, cut)
+
+
+@njit(cache=True, nogil=True)
+def bfs_diameter(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray) -> int:
+    """The longest finite shortest path between two of ``sources`` in the graph of the CSR
+    ``indptr``/``indices`` (both directions of every edge): a BFS from each source."""
+    n = indptr.size - 1
+    is_source = np.zeros(n, dtype=np.bool_)
+    is_source[sources] = True
+    dist = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    best = 0
+    for s in sources:
+        dist[:] = -1
+        dist[s] = 0
+        queue[0] = s
+        head, tail = 0, 1
+        while head < tail:
+            u = queue[head]
+            head += 1
+            for p in range(indptr[u], indptr[u + 1]):
+                v = indices[p]
+                if dist[v] < 0:
+                    dist[v] = dist[u] + 1
+                    queue[tail] = v
+                    tail += 1
+                    if is_source[v] and dist[v] > best:
+                        best = dist[v]
+    return best

@@ -182,8 +182,9 @@ class EntityLayer:
         if "similarity" in layers:
             ends = local[self.similar]
             keep = (ends >= 0).all(axis=1) & (self.similar_rank < k_neighbor)
-            pairs = np.unique(np.sort(ends[keep], axis=1), axis=0).reshape(-1, 2)
-            graphs["similarity"] = LayerGraph(ids, emb, pairs)
+            low_high = np.sort(ends[keep], axis=1)
+            codes = np.unique(low_high[:, 0] * rows.size + low_high[:, 1])  # each pair once, in (low, high) order
+            graphs["similarity"] = LayerGraph(ids, emb, np.stack([codes // rows.size, codes % rows.size], axis=1))
         relations: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for i in kg_rows.tolist():
             a, b = self.related[i].tolist()
