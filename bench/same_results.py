@@ -90,7 +90,8 @@ def main() -> int:
     diffs = differences(before, after)
     n = len(next(iter(before.values())))
     for m, d in diffs.items():
-        print(f"{m}: " + ("identical on all " + str(n) + " questions" if not d else f"{len(d)} differ: {d[:10]}"))
+        shown = sorted(d, key=lambda x: "ids" not in x)[:10]  # a question whose items changed first
+        print(f"{m}: " + (f"identical on all {n} questions" if not d else f"{len(d)} differ: {shown}"))
     return 1 if any(diffs.values()) else 0
 
 
