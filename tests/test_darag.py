@@ -508,6 +508,25 @@ def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
         assert sorted(coarse["chunks"]) == sorted(ids[i] for i in best[2])
 
 
+def test_questions_at_once_get_what_each_gets_alone(corpus: Any) -> None:
+    """Questions answered side by side share the layers read once per graph version and the peel
+    starts kept on them (the compiled peel runs without the GIL): each gets its result alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graphstrata import walkgraph
+
+    def ask(question: str) -> list[tuple[str, float]]:
+        return [(i.node_id, i.score) for i in corpus.retrieve(question, "darag", budget=2000).items]
+
+    alone = {q: ask(q) for q in QUESTIONS}
+    assert all(alone.values())
+    walkgraph._CACHE.pop(corpus.db, None)  # the layers are read, and the peel starts built, under load
+    questions = QUESTIONS * 4
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(ask, questions))
+    assert together == [alone[q] for q in questions]
+
+
 # §4 working subgraph, read straight from the store: the entities the chunks mention, with those chunks
 # and embeddings; the RELATED edges among them; each entity's k most similar entities (SIMILAR read from
 # both ends, by descending score then id)
