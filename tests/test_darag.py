@@ -556,7 +556,7 @@ def test_working_subgraph_is_the_one_cypher_reads(corpus: Any, k_neighbor: int) 
         w = layer.working(chunks, k_neighbor, ["kg", "similarity"], DIM)
         ref = {r["id"]: r for r in corpus.db.read(REFERENCE_WORKING, chunks=chunks, k=k_neighbor)}
         assert sorted(w.ids) == sorted(ref) and (len(ref) > 20 or chunks == ["no such chunk"])
-        assert {e: sorted(c) for e, c in w.chunks.items()} == {e: sorted(r["chunks"]) for e, r in ref.items()}
+        assert {e: sorted(w.chunks_of(e)) for e in w.ids} == {e: sorted(r["chunks"]) for e, r in ref.items()}
         kg, sim = w.graphs["kg"], w.graphs["similarity"]
         assert np.array_equal(kg.emb, np.array([ref[e]["embedding"] for e in kg.ids]).reshape(-1, DIM))
         pair = lambda a, b: frozenset((a, b))  # noqa: E731

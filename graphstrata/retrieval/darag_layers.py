@@ -147,6 +147,7 @@ class EntityLayer:
     working subgraph is cut from it per question with array operations (:meth:`working`)."""
 
     ids: list[str]
+    id_array: np.ndarray  # ``ids`` as an object array (fancy indexing)
     index: dict[str, int]
     names: list[str | None]
     types: list[str | None]
@@ -163,16 +164,16 @@ class EntityLayer:
         the fine layers induced on it — every RELATED edge among V_work, and each entity's
         ``k_neighbor`` most similar entities that are in V_work (a pair named from both ends kept once).
         Embeddings of another dimension than the question's ``dim`` count as missing."""
-        mentions = [(c, self.mentioned_by[c]) for c in chunks if c in self.mentioned_by]
-        rows = np.unique(np.concatenate([m for _, m in mentions])) if mentions else np.zeros(0, dtype=np.int64)
+        present = [c for c in chunks if c in self.mentioned_by]
+        mentioned = [self.mentioned_by[c] for c in present]
+        mention_rows = np.concatenate(mentioned) if present else np.zeros(0, dtype=np.int64)
+        mention_chunks = np.repeat(np.arange(len(present)), [m.size for m in mentioned])
+        by_row = np.argsort(mention_rows, kind="stable")  # an entity's chunks stay in the order of ``chunks``
+        rows = np.unique(mention_rows)
         local = np.full(len(self.ids), -1, dtype=np.int64)
         local[rows] = np.arange(rows.size)
-        chunks_of: dict[int, list[str]] = {}
-        for c, m in mentions:
-            for r in m.tolist():
-                chunks_of.setdefault(r, []).append(c)
         graphs: dict[str, LayerGraph] = {}
-        ids = [self.ids[r] for r in rows.tolist()]
+        ids = self.id_array[rows].tolist()
         emb = self.emb[rows].astype(np.float64) if self.emb.shape[1] == dim else np.zeros((rows.size, dim))
         kg_rows = np.zeros(0, dtype=np.int64)
         if "kg" in layers:
@@ -189,19 +190,28 @@ class EntityLayer:
         for i in kg_rows.tolist():
             a, b = self.related[i].tolist()
             relations.setdefault((self.ids[a], self.ids[b]), []).append(self.related_text[i])
-        return Working(self, ids, {self.ids[r]: c for r, c in chunks_of.items()}, graphs, relations)
+        return Working(self, ids, present, mention_rows[by_row], mention_chunks[by_row], graphs, relations)
 
 
 @dataclass(frozen=True)
 class Working:
-    """A question's working subgraph (§4): V_work, the chunks of H_C mentioning each of its entities,
-    its fine layers and the KG relations among its entities, (start id, end id) -> [(predicate, description)]."""
+    """A question's working subgraph (§4): V_work, its fine layers, the KG relations among its
+    entities, (start id, end id) -> [(predicate, description)], and which chunks of H_C mention
+    each entity (:meth:`chunks_of`)."""
 
     layer: EntityLayer
     ids: list[str]
-    chunks: dict[str, list[str]]
+    hc: list[str]  # the chunks of H_C that mention an entity
+    mention_rows: np.ndarray  # the entity row of each (chunk, entity) mention, ascending
+    mention_chunks: np.ndarray  # the position in ``hc`` of each mention's chunk
     graphs: dict[str, LayerGraph]
     relations: dict[tuple[str, str], list[tuple[str, str]]]
+
+    def chunks_of(self, entity: str) -> list[str]:
+        """The chunks of H_C that mention ``entity``, in H_C's order."""
+        row = self.layer.index[entity]
+        lo, hi = np.searchsorted(self.mention_rows, [row, row + 1])
+        return [self.hc[i] for i in self.mention_chunks[lo:hi].tolist()]
 
 
 def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
@@ -235,6 +245,7 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
             rank += range(len(ns))
         return EntityLayer(
             ids=ids,
+            id_array=np.asarray(ids, dtype=object),
             index=index,
             names=[r["name"] for r in rows],
             types=[r["type"] for r in rows],
@@ -309,6 +320,6 @@ def community_chunks(members: list[str], w: Working, cos: dict[str, float]) -> l
     cosine to the question (for provenance and Recall@k)."""
     count: dict[str, int] = {}
     for m in members:
-        for ch in w.chunks[m]:
+        for ch in w.chunks_of(m):
             count[ch] = count.get(ch, 0) + 1
     return sorted(count, key=lambda ch: (-count[ch], -cos.get(ch, 0.0)))
