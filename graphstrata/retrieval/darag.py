@@ -222,7 +222,12 @@ class DARAGRetriever(Retriever):
             by_text = np.argsort(-text_cos, kind="stable")
             members, truss = layer.search_range(by_text, p.coarse_candidates)
             attribute = layer.attribute if p.chunk_attribute == "description" else layer.text
-            chunk_graph = LayerGraph([layer.ids[i] for i in members], attribute[members], truss.edges)
+            whole = members.size == len(layer.ids)  # the whole layer (the default): no copies
+            chunk_graph = (
+                LayerGraph(layer.ids, attribute, truss.edges)
+                if whole
+                else LayerGraph([layer.ids[i] for i in members], attribute[members], truss.edges)
+            )
             found, top = eacs(truss, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
             coarse = [make_candidate("chunk", c, chunk_graph) for c in found]
             coarse_notes: dict[str, Any] = {
