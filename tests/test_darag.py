@@ -300,6 +300,10 @@ def test_coarse_fallback_when_the_chunk_layer_has_no_truss(hand_graph: Database,
 
 
 def test_empty_graph(graph: Database, neo4j_settings: Settings) -> None:
+    from graphstrata.retrieval.darag import warm
+
+    chunks, entities = warm(graph)  # a server starting on an empty graph
+    assert chunks.ids == [] and entities.ids == []
     r = retriever(graph, neo4j_settings).retrieve("anything")
     assert r.items == [] and r.notes["coarse"]["candidates"] == 0
 
@@ -506,6 +510,19 @@ def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
         assert best is not None, "the sample layer has a 3-truss"
         assert not coarse["fallback"] and coarse["k"] == best[1]
         assert sorted(coarse["chunks"]) == sorted(ids[i] for i in best[2])
+
+
+def test_warm_reads_the_layers_the_first_question_uses(corpus: Any) -> None:
+    """What the server does at start: after ``warm`` the first question reads no layer."""
+    from graphstrata import walkgraph
+    from graphstrata.retrieval.darag import warm
+
+    walkgraph._CACHE.pop(corpus.db, None)
+    assert corpus.retrieve(QUESTIONS[0], "darag").notes["coarse"]["layer_cached"] is False
+    walkgraph._CACHE.pop(corpus.db, None)
+    chunks, entities = warm(corpus.db)
+    assert len(chunks.ids) > 50 and len(entities.ids) > 50
+    assert corpus.retrieve(QUESTIONS[0], "darag").notes["coarse"]["layer_cached"] is True
 
 
 def test_questions_at_once_get_what_each_gets_alone(corpus: Any) -> None:

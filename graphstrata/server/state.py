@@ -46,13 +46,19 @@ class ServerState:
             threading.Thread(target=self._warm, args=(gs,), name="warm-noderag", daemon=True).start()
 
     def _warm(self, gs: Any) -> None:
-        """The PPR methods' projections, built in the background at start: the first question finds them."""
+        """The PPR methods' projections and DA-RAG's layers, made in the background at start: the
+        first question finds them."""
+        from graphstrata.retrieval import darag
         from graphstrata.retrieval.base import warm
 
         try:
             warm(gs.db, self.settings.gds_concurrency)
         except Exception as e:  # a question builds it on demand as before
             log.warning("PPR projections not prepared at start: %s", e)
+        try:
+            darag.warm(gs.db)
+        except Exception as e:
+            log.warning("DA-RAG's layers not read at start: %s", e)
 
     def gs(self) -> Any:
         """The shared GraphStrata, connected on first use (and again after a failed attempt)."""
