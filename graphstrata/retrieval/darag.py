@@ -196,7 +196,7 @@ class DARAGParams(RetrieverParams):
 
 def warm(db: Database) -> tuple[ChunkLayer, EntityLayer]:
     """Read the two layers DA-RAG searches and load its compiled peel now (at server start), so
-    that the first DA-RAG question does not (3.5 s on hotpotqa_dev100's graph)."""
+    that the first DA-RAG question does not pay for them."""
     version = graph_version(db)
     layers = load_chunk_layer(db, version)[0], load_entity_layer(db, version)[0]
     eacs([(0, 1), (1, 2), (0, 2)], np.eye(3), np.ones(3), [3])  # a triangle: compiles or loads the peel
