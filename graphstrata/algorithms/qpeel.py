@@ -148,8 +148,14 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
         present = pos < g.n_nodes
         present[present] = g.nodes[pos[present]] == wanted[present]
         sources = pos[present]  # members absent from the graph are unreachable: ignored
-    both = sp.coo_matrix((np.ones(2 * g.u.size), (np.r_[g.u, g.v], np.r_[g.v, g.u])), shape=(g.n_nodes,) * 2).tocsr()
+    both = _neighbour_lists(g)
     return int(bfs_diameter(both.indptr.astype(np.int64), both.indices.astype(np.int64), sources.astype(np.int64)))
+
+
+def _neighbour_lists(g: SimpleGraph) -> sp.csr_matrix:
+    """``g``'s adjacency matrix (int32, both directions of every edge) in CSR: row i lists i's neighbours."""
+    ends = (np.r_[g.u, g.v], np.r_[g.v, g.u])
+    return sp.csr_matrix((np.ones(2 * g.u.size, dtype=np.int32), ends), shape=(g.n_nodes, g.n_nodes))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,35 +163,7 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
 # --------------------------------------------------------------------------------------------------
 
 
-class _Retirement:
-    """What both peel states keep alike: which nodes are alive, |S|, |E| and the witness watchers."""
-
-    alive: Any
-    size: int
-    n_edges: int
-    watchers: list[list[int]]
-
-    def fresh_copy(self) -> Any:
-        """A copy to peel, this one kept as the start (the witness lists start empty)."""
-        other = copy.copy(self)
-        other.alive = list(self.alive) if isinstance(self.alive, list) else self.alive.copy()
-        other.watchers = [[] for _ in self.watchers]
-        other._copy_graph(self)
-        return other
-
-    def _copy_graph(self, source: Any) -> None:
-        raise NotImplementedError
-
-    def _retire(self, x: int, degree: int) -> list[int]:
-        """Book ``x``'s removal (its ``degree`` edges gone); the nodes whose witness it was."""
-        self.n_edges -= degree
-        self.alive[x] = False
-        self.size -= 1
-        freed, self.watchers[x] = self.watchers[x], []
-        return freed
-
-
-class _PeelState(_Retirement):
+class _PeelState:
     """The working subgraph G[S] of one component: adjacency sets and per-edge triangle support.
 
     A node whose removal was found invalid keeps a *witness*: two alive nodes ``(a, b)`` whose
@@ -210,9 +188,14 @@ class _PeelState(_Retirement):
         self.n_edges = len(self.support)
         self.watchers: list[list[int]] = [[] for _ in range(n)]  # y -> nodes whose witness holds y
 
-    def _copy_graph(self, source: _PeelState) -> None:
-        self.adj = [set(n) for n in source.adj]
-        self.support = dict(source.support)
+    def fresh_copy(self) -> _PeelState:
+        """A copy to peel, this one kept as the start (the witness lists start empty)."""
+        other = copy.copy(self)
+        other.adj = [set(n) for n in self.adj]
+        other.support = dict(self.support)
+        other.alive = list(self.alive)
+        other.watchers = [[] for _ in self.watchers]
+        return other
 
     def is_connected_k_truss(self) -> bool:
         return (
@@ -278,29 +261,32 @@ class _PeelState(_Retirement):
             self.adj[a].discard(x)
             del self.support[(a, x) if a < x else (x, a)]
         self.adj[x] = set()
-        return self._retire(x, len(nbrs))
+        self.n_edges -= len(nbrs)
+        self.alive[x] = False
+        self.size -= 1
+        freed, self.watchers[x] = self.watchers[x], []
+        return freed
 
 
-class _DensePeelState(_Retirement):
+class _DensePeelState:
     """The start of a peel on dense numpy matrices (adjacency and triangle support), for components
     of up to ``DENSE_LIMIT`` nodes; the compiled loop of :mod:`graphstrata.algorithms.qpeel_dense`
     peels a copy of it."""
 
-    def __init__(self, n: int, u: IntArray, v: IntArray, k: int) -> None:
+    def __init__(self, g: SimpleGraph, k: int) -> None:
         self.k = k
-        self.adj = np.zeros((n, n), dtype=bool)
-        self.adj[u, v] = self.adj[v, u] = True
-        a = sp.csr_matrix(self.adj, dtype=np.int32)
+        a = _neighbour_lists(g)
+        self.adj = a.toarray().astype(bool)
         self.support = (a @ a).multiply(a).toarray().astype(np.int32)  # common neighbours of every edge's ends
-        self.indptr, self.indices = a.indptr.astype(np.int64), a.indices.astype(np.int64)  # neighbour lists
-        self.alive = np.ones(n, dtype=bool)
-        self.size = n
-        self.n_edges = int(u.size)
-        self.watchers: list[list[int]] = [[] for _ in range(n)]
+        self.indptr, self.indices = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+        self.n_edges = int(g.u.size)
 
-    def _copy_graph(self, source: _DensePeelState) -> None:
-        self.adj = source.adj.copy()
-        self.support = source.support.copy()
+    def fresh_copy(self) -> _DensePeelState:
+        """A copy to peel (adjacency and support change as it peels), this one kept as the start."""
+        other = copy.copy(self)
+        other.adj = self.adj.copy()
+        other.support = self.support.copy()
+        return other
 
     def is_connected_k_truss(self) -> bool:
         if self.n_edges == 0 or not bool((self.support[self.adj] >= self.k - 2).all()):
@@ -353,7 +339,7 @@ def peel_start(edges: npt.ArrayLike, k: int) -> PeelStart:
     if k < 2:
         raise ValueError("k must be >= 2")
     g = simplify_edges(edges)
-    state = (_DensePeelState if g.n_nodes <= DENSE_LIMIT else _PeelState)(g.n_nodes, g.u, g.v, k)
+    state = _DensePeelState(g, k) if g.n_nodes <= DENSE_LIMIT else _PeelState(g.n_nodes, g.u, g.v, k)
     if not state.is_connected_k_truss():
         raise ValueError(f"the component is not a connected {k}-truss")
     return PeelStart(g, k, state)

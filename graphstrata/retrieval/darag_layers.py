@@ -71,9 +71,9 @@ class Candidate:
         }
 
 
-def as_matrix(vectors: list[Any], dim: int) -> np.ndarray:
+def as_matrix(vectors: list[Any], dim: int, dtype: type = np.float64) -> np.ndarray:
     """Embeddings as an (n, dim) float matrix; a missing embedding is a zero row (cosine 0)."""
-    out = np.zeros((len(vectors), dim), dtype=np.float64)
+    out = np.zeros((len(vectors), dim), dtype=dtype)
     for i, v in enumerate(vectors):
         if v is not None and len(v) == dim:
             out[i] = v
@@ -222,10 +222,7 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
         ids = [r["id"] for r in rows]
         index = {x: i for i, x in enumerate(ids)}
         dim = next((len(r["embedding"]) for r in rows if r["embedding"]), 0)
-        emb = np.zeros((len(rows), dim), dtype=np.float32)
-        for i, r in enumerate(rows):
-            if r["embedding"] is not None and len(r["embedding"]) == dim:
-                emb[i] = r["embedding"]
+        emb = as_matrix([r["embedding"] for r in rows], dim, np.float32)  # float32 as stored: exact
         mentioned: dict[str, list[int]] = {}
         for r in db.read(query("darag.entity_layer_mentions")):
             if r["entity"] in index:  # an entity newer than the node list waits for the next read
