@@ -317,7 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-def fake_llm_settings(base: Settings, fake: FakeOpenAI, cache_dir: Path) -> Settings:
+def fake_llm_settings(base: Settings, fake: FakeOpenAI, cache_dir: Path, llm_timeout: float = 5.0) -> Settings:
     """``base`` (e.g. the test database's settings) with its chat model at ``fake`` and an LLM cache of its own."""
     return base.model_copy(
         update={
@@ -325,6 +325,6 @@ def fake_llm_settings(base: Settings, fake: FakeOpenAI, cache_dir: Path) -> Sett
             "openai_base_url": fake.base_url,
             "chat_model": CHAT_MODEL,
             "cache_dir": cache_dir,
-            "llm_timeout": 5.0,
+            "llm_timeout": llm_timeout,
         }
     )

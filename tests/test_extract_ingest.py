@@ -26,7 +26,7 @@ from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
 from graphstrata.ingest.user_extractions import UserExtractionError
 from graphstrata.text.names import hid, normalize_name, predicate_key
 from tests.conftest import wipe
-from tests.fake_openai import CHAT_MODEL, FakeOpenAI
+from tests.fake_openai import CHAT_MODEL, FakeOpenAI, fake_llm_settings
 from tests.test_ingest import snapshot
 
 pytest_plugins = ["tests.conftest_llm"]
@@ -46,15 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def llm_settings(neo4j_settings: Settings, fake_openai: FakeOpenAI, tmp_path: Path) -> Settings:
     """The test database, an LLM endpoint at the fake server and a per-test LLM cache."""
-    return neo4j_settings.model_copy(
-        update={
-            "openai_base_url": fake_openai.base_url,
-            "openai_api_key": fake_openai.api_key,
-            "chat_model": CHAT_MODEL,
-            "cache_dir": tmp_path / "cache",
-            "llm_timeout": 10.0,
-        }
-    )
+    return fake_llm_settings(neo4j_settings, fake_openai, tmp_path / "cache", llm_timeout=10.0)
 
 
 @pytest.fixture
