@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from graphstrata.blas import limit_blas_threads
 from graphstrata.config import Settings, get_settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
@@ -39,6 +40,7 @@ class GraphStrata:
         llm: LLMClient | None = None,
     ) -> None:
         self.settings = settings or get_settings()
+        limit_blas_threads(self.settings.blas_threads)
         self._own_db = db is None
         self.db = db or Database.from_settings(self.settings)
         self.embedder = embedder or get_embedder(self.settings)

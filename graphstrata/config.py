@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     llm_concurrency: int = Field(4, validation_alias=AliasChoices("GRAPHSTRATA_LLM_CONCURRENCY"))
     llm_timeout: float = Field(60.0, validation_alias=AliasChoices("GRAPHSTRATA_LLM_TIMEOUT"))
 
+    blas_threads: int = Field(
+        1,
+        ge=0,
+        validation_alias=AliasChoices("GRAPHSTRATA_BLAS_THREADS"),
+        description="Threads of numpy's BLAS in a process that opens a graph (graphstrata/blas.py); 0 leaves "
+        "them as found.",
+    )
+
     # --- GDS (graphstrata/gds.py; README "Clusters and Aura") ---------------------------------
     gds_concurrency: int = Field(
         2,

@@ -32,9 +32,11 @@ class ServerState:
         self.journal = JobJournal(settings.data_dir / "server" / "jobs.txt")
 
     def start(self) -> None:
+        from graphstrata.blas import limit_blas_threads
         from graphstrata.embed import get_embedder
         from graphstrata.text.nlp import get_nlp
 
+        limit_blas_threads(self.settings.blas_threads)  # before any thread multiplies
         self.embedder = get_embedder(self.settings)
         get_nlp()  # spaCy (query entities) loads once, not inside the first question
         self.jobs.start()
@@ -43,7 +45,7 @@ class ServerState:
         except Exception as e:  # serve anyway: /health says what is wrong, requests get 503
             log.warning("not connected to Neo4j yet: %s", e)
         else:
-            threading.Thread(target=self._warm, args=(gs,), name="warm-noderag", daemon=True).start()
+            threading.Thread(target=self._warm, args=(gs,), name="warm-questions", daemon=True).start()
 
     def _warm(self, gs: Any) -> None:
         """The PPR methods' projections and DA-RAG's layers, made in the background at start: the
