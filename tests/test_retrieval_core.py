@@ -153,3 +153,44 @@ def test_single_flight_passes_the_error_to_every_waiter() -> None:
 
     with pytest.raises(ValueError, match="boom"):
         single_flight("e", lambda: (_ for _ in ()).throw(ValueError("boom")))
+
+
+def test_beside_runs_in_the_callers_context_on_a_reused_worker() -> None:
+    import contextvars
+    import threading
+    import time
+
+    from graphstrata.retrieval import shared
+
+    request = contextvars.ContextVar("request", default=None)
+    request.set("question 1")
+    parked_before = len(shared._parked)  # workers other tests left parked
+    first = shared.beside(lambda: (request.get(), threading.get_ident()))
+    seen, worker = first.result(10)
+    assert seen == "question 1" and worker != threading.get_ident()
+    deadline = time.monotonic() + 10
+    while len(shared._parked) < max(parked_before, 1) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the worker parks right after handing over its result
+    # the next call goes to the worker parked last (that one): no new thread
+    assert shared.beside(threading.get_ident).result(10) == worker
+
+
+def test_beside_calls_that_wait_for_each_other_do_not_deadlock() -> None:
+    """Fusion's methods run beside the question, and each runs its own linking beside itself."""
+    from graphstrata.retrieval.shared import beside
+
+    def method(i: int) -> int:
+        return beside(lambda: i * i).result(30) + 1
+
+    futures = [beside(method, i) for i in range(24)]
+    assert [f.result(60) for f in futures] == [i * i + 1 for i in range(24)]
+
+
+def test_beside_hands_the_error_to_the_caller() -> None:
+    from graphstrata.retrieval.shared import beside
+
+    def fail() -> None:
+        raise ValueError("no entities")
+
+    error = beside(fail).exception(10)
+    assert isinstance(error, ValueError) and "no entities" in str(error)

@@ -25,10 +25,8 @@ ingest. The route, the rule and the reason are in ``notes``, with the routed met
 
 from __future__ import annotations
 
-import contextvars
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +42,7 @@ from graphstrata.retrieval.base import (
     register,
     registered_methods,
 )
+from graphstrata.retrieval.shared import beside
 
 SUMMARY_STYLE = re.compile(
     r"\b(summari[sz]e|summary|summaries|overview|overall|main (?:themes?|ideas?|points?|topics?|arguments?)"
@@ -179,12 +178,12 @@ class AutoRetriever(Retriever):
         # every route but SG-RAG's embeds the question: the model runs beside the parse that picks the
         # route (the routed method then finds the vector made, or waits for it: Retriever.embed_query);
         # a failure there is the routed method's to report, when it embeds
-        with ThreadPoolExecutor(1, thread_name_prefix="auto-embed") as pool:
-            pool.submit(contextvars.copy_context().run, self.embed_query, question)
-            with t.stage("classify"):
-                shape = question_shape(question)
-                chosen = route(shape, installed, p.try_sgrag)
-            result = self._run(question, chosen, p, t)
+        embedding = beside(self.embed_query, question)
+        with t.stage("classify"):
+            shape = question_shape(question)
+            chosen = route(shape, installed, p.try_sgrag)
+        result = self._run(question, chosen, p, t)
+        embedding.exception()  # a route that does not embed (SG-RAG) still ends with the embedding
         rerouted = None
         if chosen.method == "sgrag" and result.notes.get("fallback"):
             # SG-RAG answers only what it matches exactly; its 1-hop fallback is weaker than the next route.

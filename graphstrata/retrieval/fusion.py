@@ -30,10 +30,9 @@ Coverage higher too, bench/results/graphs-session10.md) at half the latency.
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +52,7 @@ from graphstrata.retrieval.base import (
     register,
     registered_methods,
 )
+from graphstrata.retrieval.shared import beside
 
 RRF_K = 60
 META_METHODS = ("fusion", "auto")
@@ -266,23 +266,19 @@ class FusionRetriever(Retriever):
             finally:
                 ms[method] = (time.perf_counter() - start) * 1000
 
-        pool = ThreadPoolExecutor(max_workers=len(methods), thread_name_prefix="fusion")
-        try:
-            # each thread in a copy of this context: the request's deadline (graphstrata.limits) reaches it
-            futures = {pool.submit(contextvars.copy_context().run, one, m): m for m in methods}
-            done, late = wait(futures, timeout=p.timeout)
-            for f in done:
-                m = futures[f]
-                try:
-                    results[m] = f.result()
-                except RetrievalError as e:
-                    errors[m] = str(e)
-                except Exception as e:  # one method's failure (e.g. a missing layer) must not sink the others
-                    errors[m] = f"{type(e).__name__}: {e}"
-            for f in late:
-                m = futures[f]
-                errors[m] = f"no result within {p.timeout:g} s"
-                ms.setdefault(m, p.timeout * 1000)
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        # each on a worker thread in a copy of this context: the request's deadline (graphstrata.limits) reaches it
+        futures = {beside(one, m): m for m in methods}
+        done, late = wait(futures, timeout=p.timeout)
+        for f in done:
+            m = futures[f]
+            try:
+                results[m] = f.result()
+            except RetrievalError as e:
+                errors[m] = str(e)
+            except Exception as e:  # one method's failure (e.g. a missing layer) must not sink the others
+                errors[m] = f"{type(e).__name__}: {e}"
+        for f in late:  # left to finish on their worker; their results are dropped
+            m = futures[f]
+            errors[m] = f"no result within {p.timeout:g} s"
+            ms.setdefault(m, p.timeout * 1000)
         return results, errors, ms

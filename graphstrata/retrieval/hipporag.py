@@ -22,7 +22,6 @@ graph built without an LLM as well as with one.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import Field
@@ -42,6 +41,7 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+from graphstrata.retrieval.shared import beside
 from graphstrata.walkgraph import WalkGraph, walk_graph
 
 GRAPH = "hipporag.passage_graph"
@@ -130,16 +130,15 @@ class HippoRAGRetriever(Retriever):
     def _retrieve(self, question: str, p: HippoRAGParams, t: Timer) -> Retrieved:
         # Query entities (spaCy or the LLM) and their linking run beside the embedding and the dense
         # search: neither needs the other, and the spaCy pass costs as much as the embedding.
-        with ThreadPoolExecutor(1) as pool:
-            linking = pool.submit(self._link, question)
-            with t.stage("embed"):
-                vector = self.embed_query(question)
-            with t.stage("seeds"):
-                (row,) = self.db.read_plain(
-                    query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector
-                )
-            with t.stage("entities"):
-                names, source, linked = linking.result()
+        linking = beside(self._link, question)
+        with t.stage("embed"):
+            vector = self.embed_query(question)
+        with t.stage("seeds"):
+            (row,) = self.db.read_plain(
+                query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector
+            )
+        with t.stage("entities"):
+            names, source, linked = linking.result()
         passages, feedback, version = (row["passages"], row["feedback"], row["version"]) if row else ([], [], None)
         chunks, entities = seed_weights(passages, linked, feedback, p.passage_weight, p.feedback_weight)
         notes: dict[str, Any] = {

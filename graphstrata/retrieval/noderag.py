@@ -13,7 +13,6 @@ shallow personalized PageRank for cross nodes, then the filter to retrievable no
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from pydantic import Field
@@ -33,6 +32,7 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+from graphstrata.retrieval.shared import beside
 from graphstrata.walkgraph import WalkGraph, walk_graph
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
@@ -166,22 +166,21 @@ class NodeRAGRetriever(Retriever):
     def _retrieve(self, question: str, p: NodeRAGParams, t: Timer) -> Retrieved:
         # The accurate search (query entities from spaCy or the LLM, linked to N, matched on O) runs
         # beside the similarity search (embedding, vector indexes): neither needs the other.
-        with ThreadPoolExecutor(1) as pool:
-            accurate = pool.submit(self._accurate, question, p.entry_k)
-            with t.stage("embed"):
-                vector = self.embed_query(question)
-            with t.stage("similarity_search"):
-                rows = self.db.read_plain(
-                    query("noderag.similarity_search"),
-                    indexes=list(VECTOR_INDEXES.values()),
-                    k=p.entry_k,
-                    candidates=hnsw_candidates(p.entry_k),
-                    fact_k=p.fact_k,
-                    fact_candidates=hnsw_candidates(p.fact_k),
-                    vector=vector,
-                )
-            with t.stage("accurate_search"):
-                names, source, linked, exact_rows, version = accurate.result()
+        accurate = beside(self._accurate, question, p.entry_k)
+        with t.stage("embed"):
+            vector = self.embed_query(question)
+        with t.stage("similarity_search"):
+            rows = self.db.read_plain(
+                query("noderag.similarity_search"),
+                indexes=list(VECTOR_INDEXES.values()),
+                k=p.entry_k,
+                candidates=hnsw_candidates(p.entry_k),
+                fact_k=p.fact_k,
+                fact_candidates=hnsw_candidates(p.fact_k),
+                vector=vector,
+            )
+        with t.stage("accurate_search"):
+            names, source, linked, exact_rows, version = accurate.result()
         rows += exact_rows
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
