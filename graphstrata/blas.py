@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 
 _lock = threading.Lock()
-_applied: int | None = None
+_applied = False
 
 
 def limit_blas_threads(threads: int) -> None:
@@ -27,7 +27,7 @@ def limit_blas_threads(threads: int) -> None:
     if threads <= 0:
         return
     with _lock:
-        if _applied is not None:
+        if _applied:
             return
         import numpy  # noqa: F401  (loads numpy's BLAS, the one to limit)
         from threadpoolctl import ThreadpoolController
@@ -35,4 +35,4 @@ def limit_blas_threads(threads: int) -> None:
         for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
             if lib.num_threads > threads:
                 lib.set_num_threads(threads)
-        _applied = threads
+        _applied = True
