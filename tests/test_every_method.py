@@ -14,7 +14,10 @@ relationships — a "ghost". The soak test once caught KET-RAG failing on one (a
 token count). This test makes that state on purpose, deterministically: it strips every property
 from a fifth of the nodes of every label of an augmented graph, leaving labels and relationships,
 and asks every registered method every sample question. No method may fail and no returned item
-may carry a ghost's missing text.
+may carry a ghost's missing text. A statement reads a node's properties one at a time, so a reader
+can also find a node by its vector, read its id and then find the rest gone (the soak test caught
+KET-RAG with a seed entity whose name was null): the second variant strips all but the id and the
+vectors.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ WITH n ORDER BY elementId(n)
 WITH collect(n) AS nodes
 UNWIND range(0, size(nodes) - 1) AS i
 WITH nodes[i] AS n, i WHERE i % $every = $offset
-SET n = {}
+FOREACH (k IN [k IN keys(n) WHERE NOT ($keep_id AND (k = 'id' OR k ENDS WITH 'embedding'))] | REMOVE n[k])
 RETURN count(n) AS ghosts
 """
 
@@ -121,12 +124,16 @@ def test_fusion_reads_cleanly_from_many_threads_at_once(sample: GraphStrata, cap
     assert not driver, driver[:3]
 
 
-@pytest.fixture
-def haunted(sample: GraphStrata) -> tuple[GraphStrata, dict[str, int]]:
+@pytest.fixture(params=["no properties", "only id and vectors"])
+def haunted(sample: GraphStrata, request: pytest.FixtureRequest) -> tuple[GraphStrata, dict[str, int]]:
+    # a statement reads a node's properties one at a time, so it can find a ghost by its vector (an
+    # index hit) and read its id before the deletion took them, and the rest after: "only id and
+    # vectors" makes that lasting
     gs, graph = sample, sample.db
+    keep_id = request.param == "only id and vectors"
     ghosts = {}
     for label in [r["label"] for r in graph.read(LABELS)]:
-        ghosts[label] = graph.write(MAKE_GHOSTS, label=label, every=5, offset=1)[0]["ghosts"]
+        ghosts[label] = graph.write(MAKE_GHOSTS, label=label, every=5, offset=1, keep_id=keep_id)[0]["ghosts"]
     return gs, ghosts
 
 

@@ -41,5 +41,5 @@ RETURN a.id AS a, b.id AS b;
 
 // name: chunks
 // The texts of the chunks $ids (a chunk deleted since the layer was read is absent).
-MATCH (c:Chunk) WHERE c.id IN $ids AND c.id IS NOT NULL
+MATCH (c:Chunk) WHERE c.id IN $ids AND c.id IS NOT NULL AND c.text IS NOT NULL
 RETURN c.id AS id, c.text AS text;

@@ -95,13 +95,13 @@ WITH es,
      COLLECT {
        UNWIND es AS e
        MATCH (e)<-[m:HAS_TERM]-(c:Chunk)
-       WHERE c.id IS NOT NULL
+       WHERE c.id IS NOT NULL AND c.doc_id IS NOT NULL AND c.ordinal IS NOT NULL
        WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
        RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ}
      } AS chunks
 CALL (chunks) {
   UNWIND CASE WHEN size(chunks) <= $inline THEN chunks ELSE [] END AS x
-  MATCH (c:Chunk {id: x.id})
+  MATCH (c:Chunk {id: x.id}) WHERE c.text IS NOT NULL AND c.doc_title IS NOT NULL
   RETURN collect({id: c.id, text: c.text, title: c.doc_title,
                   overlap: coalesce([(d:Document)-[:HAS_CHUNK]->(c) | d.chunk_overlap][0], 0)}) AS texts
 }
@@ -127,7 +127,7 @@ ORDER BY i;
 // The chunks that mention at least two of the entities $eids, as `local_index` returns them.
 UNWIND $eids AS id
 MATCH (e:Term {id: id})<-[m:HAS_TERM]-(c:Chunk)
-WHERE c.id IS NOT NULL
+WHERE c.id IS NOT NULL AND c.doc_id IS NOT NULL AND c.ordinal IS NOT NULL
 WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
 RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ} AS chunk;
 
@@ -140,7 +140,7 @@ RETURN t.id AS id, id(t) AS node;
 
 // name: chunk_texts
 UNWIND $ids AS id
-MATCH (c:Chunk {id: id})
+MATCH (c:Chunk {id: id}) WHERE c.text IS NOT NULL AND c.doc_title IS NOT NULL
 OPTIONAL MATCH (d:Document {id: c.doc_id})
 RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.ordinal AS ordinal,
        coalesce(d.chunk_overlap, 0) AS overlap;
@@ -154,11 +154,12 @@ RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.o
 CALL () { MATCH (s:Summary) RETURN count(s) AS summaries }
 CALL () {
   CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
-  WHERE node.id IS NOT NULL
+  WHERE node.id IS NOT NULL AND node.text IS NOT NULL AND node.doc_title IS NOT NULL
   RETURN node, score, 'Chunk' AS label
   UNION ALL
   CALL db.index.vector.queryNodes('summary_embedding', $candidates, $vector) YIELD node, score
-  WHERE node.id IS NOT NULL AND EXISTS { MATCH (d:Document {id: node.doc_id}) WHERE d.sha256 = node.doc_sha }
+  WHERE node.id IS NOT NULL AND node.text IS NOT NULL AND node.doc_title IS NOT NULL
+    AND EXISTS { MATCH (d:Document {id: node.doc_id}) WHERE d.sha256 = node.doc_sha }
   RETURN node, score, 'Summary' AS label
 }
 WITH summaries, node, score, label ORDER BY score DESC LIMIT $k

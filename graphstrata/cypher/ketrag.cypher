@@ -11,14 +11,14 @@ CALL () {
   WITH node, score WHERE node.description_embedding IS NULL
   RETURN node, score, 'name' AS matched_by
 }
-WITH node, score, matched_by WHERE node.id IS NOT NULL
+WITH node, score, matched_by WHERE node.id IS NOT NULL AND node.name IS NOT NULL
 ORDER BY score DESC, node.id LIMIT $k
 RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score, matched_by;
 
 // name: seed_entities_by_name
 // seed_entities on a graph that has no entity_description_embedding index yet (built before it).
 CALL db.index.vector.queryNodes('entity_embedding', $candidates, $vector) YIELD node, score
-WITH node, score WHERE node.id IS NOT NULL
+WITH node, score WHERE node.id IS NOT NULL AND node.name IS NOT NULL
 ORDER BY score DESC, node.id LIMIT $k
 RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS description, score, 'name' AS matched_by;
 
@@ -62,8 +62,8 @@ CALL () {
   WITH node, score ORDER BY score DESC LIMIT $keyword_k
   CALL (node) {
     MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
-    WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.tokens IS NOT NULL
-      AND s.embedding IS NOT NULL
+    WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
+      AND s.tokens IS NOT NULL AND s.embedding IS NOT NULL
     RETURN collect({id: s.id, tokens: s.tokens}) AS subs
   }
   WITH node, subs WHERE size(subs) > 0
@@ -94,7 +94,8 @@ UNWIND scanned AS row
 WITH row[0] AS c, row[1] AS links
 ORDER BY links DESC LIMIT $chunks
 MATCH (c)-[:HAS_PART]->(s:SubChunk)
-WHERE c.id IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
+WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
+  AND s.embedding IS NOT NULL
 RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
        vector.similarity.cosine(s.embedding, $vector) AS score
 ORDER BY links DESC, score DESC;
@@ -103,6 +104,6 @@ ORDER BY links DESC, score DESC;
 // The keyword channel's candidates (Algorithm 4, line 3): their texts, chunks and similarity to the query.
 UNWIND $ids AS id
 MATCH (s:SubChunk {id: id})<-[:HAS_PART]-(c:Chunk)
-WHERE c.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
+WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
 RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title,
        vector.similarity.cosine(s.embedding, $vector) AS score;

@@ -187,6 +187,7 @@ class E2GraphRAGRetriever(Retriever):
         if len(texts) < len(chosen):
             with t.stage("texts"):
                 texts = {r["id"]: r for r in self.db.read_plain(query("e2graphrag.chunk_texts"), ids=chosen)}
+            chosen = [c for c in chosen if c in texts]  # a chunk a deletion is taking apart has no text
         items = format_local(chosen, keys, info, texts, ents)
         sub = Subgraph(
             nodes=list(ents) + chosen,
