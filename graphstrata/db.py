@@ -192,6 +192,16 @@ class Database:
     def read(self, query: str, **params: Any) -> list[dict[str, Any]]:
         return self._query(query, params, "r")
 
+    def read_rows(self, query: str, columns: Sequence[str], **params: Any) -> list[list[Any]]:
+        """A bulk read of plain values (a whole layer, a walk graph): `query`'s rows, each a list of the
+        values of `columns` (names the query returns), in the query's order. Neo4j sends them as one
+        list value instead of one record per row, because the driver's work per record, not the
+        query, was most of the time of such a read. The list is built in the server's heap: for reads
+        whose rows the caller holds in memory anyway."""
+        body = query.strip().rstrip(";")
+        wrapped = f"CALL () {{\n{body}\n}}\nRETURN collect([{', '.join(columns)}]) AS rows"
+        return self._query(wrapped, params, "r")[0]["rows"]
+
     def read_plain(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """A read for the hot path of a retrieval: one auto-commit statement (RUN and PULL pipelined in
         one round trip, where a managed transaction adds BEGIN and COMMIT), its rows as the driver

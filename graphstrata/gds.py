@@ -167,7 +167,7 @@ class GDS:
 
         A Cypher projection, through the client's ``graph.project.cypher``: a native projection (the
         client's ``graph.project.native``) numbers nodes in store order, which cannot be chosen."""
-        ids = [r["id"] for r in self.db.read(query("gds.ordered_ids"), labels=labels, embedding=embedding)]
+        ids = [r[0] for r in self.db.read_rows(query("gds.ordered_ids"), ["id"], labels=labels, embedding=embedding)]
         ranked = sorted((i for i in ids if i is not None), key=lambda i: hashlib.sha256(i.encode()).digest())
         params = {
             "labels": labels,
@@ -257,16 +257,17 @@ class GDS:
         )
 
     # --- results ------------------------------------------------------------------------------
-    def resolve(self, statement: str, **columns: Sequence) -> list[dict[str, Any]]:
+    def resolve(self, statement: str, returns: Sequence[str], **columns: Sequence) -> list[dict[str, Any]]:
         """Streamed results read back in the database: `columns` (a stream's columns by name, e.g.
         ``nodeId=df["nodeId"], score=df["score"]``) become ``$rows`` of `statement`, which finds each
-        row's node by its GDS node id (= ``id()``); in batches, in stream order."""
+        row's node by its GDS node id (= ``id()``) and returns the columns `returns`; in batches, in
+        stream order."""
         names = list(columns)
         values = [c.tolist() if hasattr(c, "tolist") else list(c) for c in columns.values()]  # plain Python values
         rows = [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
         out: list[dict[str, Any]] = []
         for batch in batched(rows, RESOLVE_BATCH):
-            out += self.db.read(statement, rows=batch)
+            out += [dict(zip(returns, r, strict=True)) for r in self.db.read_rows(statement, returns, rows=batch)]
         return out
 
 

@@ -32,7 +32,7 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class WalkGraph:
     """Nodes (ids, labels) in matrix order, typed undirected edges, and the version it was read at.
-    ``own_text``: a per-node flag the nodes query may return (NodeRAG: a model wrote the node's
+    ``own_text``: a per-node flag the nodes query returns (NodeRAG: a model wrote the node's
     text); False where it does not."""
 
     ids: list[str]
@@ -127,24 +127,24 @@ def read_once(db: Database, name: str, version: Any, load: Callable[[], T]) -> t
 
 
 def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph, bool]:
-    """The graph `name` (named queries ``<name>_nodes`` → id, label and ``<name>_edges`` → a, b, type)
+    """The graph `name` (named queries ``<name>_nodes`` → id, label, own_text and ``<name>_edges`` → a, b, type)
     at the store's current `version` (read here when not given), and whether it was already loaded."""
     if version is None:
         version = graph_version(db)
 
     def load() -> WalkGraph:
-        nodes = db.read(query(f"{name}_nodes"))
-        ids = [r["id"] for r in nodes]
+        nodes = db.read_rows(query(f"{name}_nodes"), ["id", "label", "own_text"])
+        ids = [r[0] for r in nodes]
         index = {i: n for n, i in enumerate(ids)}
         edges = [
-            (index[r["a"]], index[r["b"]], r["type"])
-            for r in db.read(query(f"{name}_edges"))
-            if r["a"] in index and r["b"] in index  # a node written after the node list waits for the next read
+            (index[a], index[b], t)
+            for a, b, t in db.read_rows(query(f"{name}_edges"), ["a", "b", "type"])
+            if a in index and b in index  # a node written after the node list waits for the next read
         ]
         return WalkGraph(
             ids=ids,
-            labels=np.array([r["label"] for r in nodes], dtype=object),
-            own_text=np.array([bool(r.get("own_text")) for r in nodes], dtype=bool),
+            labels=np.array([r[1] for r in nodes], dtype=object),
+            own_text=np.array([bool(r[2]) for r in nodes], dtype=bool),
             src=np.array([e[0] for e in edges], dtype=np.int64),
             dst=np.array([e[1] for e in edges], dtype=np.int64),
             types=np.array([e[2] for e in edges], dtype=object),

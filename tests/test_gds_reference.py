@@ -28,6 +28,7 @@ def by_i(gds: GDS, stream: Any, value: str) -> dict[int, float]:
     """A stream's `value` column by the test nodes' `i` (a GDS node id is the node's id())."""
     rows = gds.resolve(
         "UNWIND $rows AS r MATCH (n) WHERE id(n) = r.nodeId RETURN n.i AS i, r.x AS x",
+        ["i", "x"],
         nodeId=stream["nodeId"],
         x=stream[value],
     )
@@ -108,6 +109,7 @@ def test_knn_matches_brute_force(empty_db: Database) -> None:
     rows = gds.resolve(
         "UNWIND $rows AS r MATCH (a) WHERE id(a) = r.node1 MATCH (b) WHERE id(b) = r.node2 "
         "RETURN a.i AS a, b.i AS b, r.similarity AS similarity",
+        ["a", "b", "similarity"],
         node1=knn["node1"],
         node2=knn["node2"],
         similarity=knn["similarity"],

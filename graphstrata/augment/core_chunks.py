@@ -34,7 +34,7 @@ def core_chunks(ctx: AugmentContext) -> StageReport:
         pr = gds.client.page_rank.stream(
             p.graph, damping_factor=DAMPING, max_iterations=100, tolerance=1e-9, concurrency=gds.concurrency
         )
-        rows = gds.resolve(query("augment.pagerank_chunks"), nodeId=pr["nodeId"], score=pr["score"])
+        rows = gds.resolve(query("augment.pagerank_chunks"), ["id", "score"], nodeId=pr["nodeId"], score=pr["score"])
     scores = {r["id"]: float(r["score"]) for r in rows}
     core = select_core(scores, beta)
     ctx.db.write_batches(

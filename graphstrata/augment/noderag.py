@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -67,8 +68,9 @@ def k_default(n_nodes: int, n_undirected_rels: int) -> int:
     return math.floor(math.log(n_nodes) * math.sqrt(mean_degree))
 
 
-def select_important(cores: dict[str, int], betweenness: dict[str, float], n_nodes: int, k: int) -> set[str]:
-    """N* = {core >= k} ∪ {b > mean(b) * floor(log10 |V|)}; `betweenness` covers all nodes of G1."""
+def select_important(cores: dict[Any, int], betweenness: dict[Any, float], n_nodes: int, k: int) -> set[Any]:
+    """N* = {core >= k} ∪ {b > mean(b) * floor(log10 |V|)} among the nodes of `cores`; `betweenness`
+    covers all nodes of G1 (keys: ids or GDS node ids)."""
     mean_b = sum(betweenness.values()) / max(n_nodes, 1)
     scale = math.floor(math.log10(max(n_nodes, 1)))
     k_nodes = {e for e, c in cores.items() if c >= k}
@@ -88,22 +90,26 @@ def important_entities(ctx: AugmentContext) -> StageReport:
             return StageReport(stage="important_entities", counts={"important": 0})
         k = k_default(p.nodes, p.rels // 2)  # an undirected projection stores each edge twice
         kc = gds.client.kcore.stream(p.graph, concurrency=gds.concurrency)
-        cores = {
-            r["id"]: r["core"]
-            for r in gds.resolve(query("augment.kcore_entities"), nodeId=kc["nodeId"], coreValue=kc["coreValue"])
-        }
         samples = ctx.params.betweenness_samples  # Algorithm 1: betweenness_centrality(G1, k=10)
         bc = gds.client.betweenness.stream(
             p.graph, sampling_size=min(int(samples), p.nodes) if samples else None, sampling_seed=42, concurrency=1
         )
-        brows = gds.resolve(query("augment.betweenness_nodes"), nodeId=bc["nodeId"], score=bc["score"])
-    betweenness = {r["id"]: float(r["score"]) for r in brows}
-    important = select_important(cores, betweenness, p.nodes, k)
-    rows = _attributes(ctx, sorted(important), cores, betweenness)
+        # chosen by GDS node id over all of G1, then only the chosen entities are read back
+        cores = dict(zip(kc["nodeId"].tolist(), kc["coreValue"].tolist(), strict=True))
+        betweenness = dict(zip(bc["nodeId"].tolist(), map(float, bc["score"].tolist()), strict=True))
+        chosen = select_important(cores, betweenness, p.nodes, k)
+        found = gds.resolve(query("augment.important_entities"), ["id", "node"], nodeId=sorted(chosen))
+    node_of = {r["id"]: r["node"] for r in found}
+    rows = _attributes(
+        ctx,
+        sorted(node_of),
+        {i: cores[n] for i, n in node_of.items()},
+        {i: betweenness.get(n, 0.0) for i, n in node_of.items()},
+    )
     ctx.db.write_batches(query("augment.write_attributes"), rows, batch_size=500)
     return StageReport(
         stage="important_entities",
-        counts={"g1_nodes": p.nodes, "important": len(important), "attributes": len(rows)},
+        counts={"g1_nodes": p.nodes, "important": len(node_of), "attributes": len(rows)},
         notes={"k_default": k, "scale": math.floor(math.log10(max(p.nodes, 1)))},
     )
 
@@ -178,7 +184,12 @@ def communities(ctx: AugmentContext) -> StageReport:
             return StageReport(stage="communities", counts={"communities": 0})
         # seeded and single-threaded: reproducible
         leiden = gds.client.leiden.stream(p.graph, random_seed=42, concurrency=1)
-        rows = gds.resolve(query("augment.leiden_members"), nodeId=leiden["nodeId"], communityId=leiden["communityId"])
+        rows = gds.resolve(
+            query("augment.leiden_members"),
+            ["id", "label", "community"],
+            nodeId=leiden["nodeId"],
+            communityId=leiden["communityId"],
+        )
     members: dict[int, list[dict]] = defaultdict(list)
     for r in rows:
         members[r["community"]].append(r)
@@ -276,7 +287,12 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
         km = gds.client.kmeans.stream(
             p.graph, node_property="embedding", k=k, random_seed=42, concurrency=1, max_iterations=50
         )
-        rows = gds.resolve(query("augment.kmeans_members"), nodeId=km["nodeId"], communityId=km["communityId"])
+        rows = gds.resolve(
+            query("augment.kmeans_members"),
+            ["id", "label", "cluster", "community"],
+            nodeId=km["nodeId"],
+            communityId=km["communityId"],
+        )
     cell: dict[tuple[str, int], dict[str, list[str]]] = defaultdict(lambda: {"h": [], "sa": []})
     for r in rows:
         if r["community"] is None:

@@ -15,9 +15,9 @@ from graphstrata.text.names import normalize_name
 @stage("entity_synonyms", order=12)
 def entity_synonyms(ctx: AugmentContext) -> StageReport:
     threshold = ctx.params.synonym_threshold
-    rows = ctx.db.read(query("augment.entities_for_resolution"))
-    ents = [Named(r["id"], r["name"], r["normalized"], r["type"]) for r in rows]
-    embedded = [(e, r["embedding"]) for e, r in zip(ents, rows, strict=True) if r["embedding"] is not None]
+    rows = ctx.db.read_rows(query("augment.entities_for_resolution"), ["id", "name", "normalized", "type", "embedding"])
+    ents = [Named(*r[:4]) for r in rows]
+    embedded = [(e, r[4]) for e, r in zip(ents, rows, strict=True) if r[4] is not None]
     vectors = np.array([v for _, v in embedded], dtype=np.float32) if embedded else np.zeros((0, 1), np.float32)
     links = merge_links(
         string_links(ents, normalize_name), embedding_links([e for e, _ in embedded], vectors, threshold)

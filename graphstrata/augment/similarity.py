@@ -50,9 +50,9 @@ def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int) -> list[
 
 def embedded(ctx: AugmentContext, labels: list[str]) -> tuple[list[str], np.ndarray]:
     """The ids and vectors (float32 rows, in id order) of the nodes with `labels` that have an embedding."""
-    nodes = ctx.db.read(query("augment.embedded_nodes"), labels=labels)
-    vecs = np.array([n["embedding"] for n in nodes], dtype=np.float32)
-    return [n["id"] for n in nodes], vecs
+    nodes = ctx.db.read_rows(query("augment.embedded_nodes"), ["id", "embedding"], labels=labels)
+    vecs = np.array([n[1] for n in nodes], dtype=np.float32)
+    return [n[0] for n in nodes], vecs
 
 
 def gds_knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
@@ -66,7 +66,11 @@ def gds_knn_rows(gds: GDS, name: str, labels: list[str], k: int) -> list[dict]:
             p.graph, node_properties={"embedding": "COSINE"}, top_k=min(k, p.nodes - 1), concurrency=1, **KNN_CONFIG
         )
         return gds.resolve(
-            query("augment.knn_pairs"), node1=knn["node1"], node2=knn["node2"], similarity=knn["similarity"]
+            query("augment.knn_pairs"),
+            ["a", "b", "score"],
+            node1=knn["node1"],
+            node2=knn["node2"],
+            similarity=knn["similarity"],
         )
 
 
@@ -79,14 +83,14 @@ def _pairs(rows: Iterable[dict]) -> list[dict]:
     return [{"a": a, "b": b, "score": s} for (a, b), s in pairs.items()]
 
 
-def lexical_rows(pairs: list[dict], k: int) -> list[dict]:
+def lexical_rows(pairs: list[tuple[str, str]], k: int) -> list[dict]:
     """Top-k chunks by number of shared keywords (ties by id), from (chunk, keyword) incidence."""
-    chunks = sorted({p["chunk"] for p in pairs})
-    words = sorted({p["keyword"] for p in pairs})
+    chunks = sorted({c for c, _ in pairs})
+    words = sorted({w for _, w in pairs})
     ci = {c: i for i, c in enumerate(chunks)}
     wi = {w: i for i, w in enumerate(words)}
     a = sparse.csr_matrix(
-        (np.ones(len(pairs), np.float32), ([ci[p["chunk"]] for p in pairs], [wi[p["keyword"]] for p in pairs])),
+        (np.ones(len(pairs), np.float32), ([ci[c] for c, _ in pairs], [wi[w] for _, w in pairs])),
         shape=(len(chunks), len(words)),
     )
     shared = (a @ a.T).tocsr()
@@ -113,7 +117,7 @@ def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: s
     each pair from its smaller id): delete the pairs no longer among them, write those new or scored
     otherwise. The layer ends as a full rewrite leaves it; an augment after a small ingest writes
     only what the new nodes changed."""
-    have = {(r["a"], r["b"]): r["score"] for r in ctx.db.read(query(f"augment.{edges}_pairs"), **params)}
+    have = {(a, b): s for a, b, s in ctx.db.read_rows(query(f"augment.{edges}_pairs"), ["a", "b", "score"], **params)}
     want = {(r["a"], r["b"]): r["score"] for r in rows}
     gone = [{"a": a, "b": b} for a, b in have if (a, b) not in want]
     new = [r for r in rows if have.get((r["a"], r["b"])) is None or abs(have[(r["a"], r["b"])] - r["score"]) > 1e-6]
@@ -126,7 +130,7 @@ def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: s
 def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
     semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k)
-    lexical = lexical_rows(ctx.db.read(query("augment.chunk_keywords")), k)
+    lexical = lexical_rows(ctx.db.read_rows(query("augment.chunk_keywords"), ["chunk", "keyword"]), k)
     changed = replace_similar(ctx, "Chunk", "semantic", semantic)
     changed_lexical = replace_similar(ctx, "Chunk", "lexical", lexical)
     return StageReport(

@@ -45,17 +45,12 @@ UNWIND $rows AS r
 MATCH (c:Chunk {id: r.id})
 SET c.pagerank = r.score, c.is_core = r.core;
 
-// name: kcore_entities
-// The entities among k-core's streamed core values (GDS node id = id()).
+// name: important_entities
+// The entities among the important nodes of G1 chosen from k-core's and betweenness's streams
+// (GDS node id = id()): only these few are read back, not every node's core and score.
 UNWIND $rows AS r
 MATCH (n:Entity) WHERE id(n) = r.nodeId
-RETURN n.id AS id, r.coreValue AS core;
-
-// name: betweenness_nodes
-// Betweenness's streamed scores (GDS node id = id()) by node id.
-UNWIND $rows AS r
-MATCH (n) WHERE id(n) = r.nodeId
-RETURN n.id AS id, r.score AS score;
+RETURN n.id AS id, r.nodeId AS node;
 
 // name: entity_context
 // What an attribute summary is made from (NodeRAG §2.3): all of an entity's relations and semantic

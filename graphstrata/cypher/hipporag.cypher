@@ -11,7 +11,7 @@ CALL () {
   UNION ALL
   MATCH (e:Entity) WHERE e.id IS NOT NULL RETURN e.id AS id, 'Entity' AS label
 }
-RETURN id, label;
+RETURN id, label, false AS own_text;
 
 // name: passage_graph_edges
 CALL () {

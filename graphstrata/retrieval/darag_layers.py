@@ -119,22 +119,22 @@ def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
     """L_C at ``version`` (see :func:`graphstrata.walkgraph.read_once`), and whether it was cached."""
 
     def load() -> ChunkLayer:
-        rows = db.read(query("darag.chunk_layer_nodes"))
-        ids = [r["id"] for r in rows]
-        dim = len(rows[0]["embedding"]) if rows else 0
-        text = as_matrix([r["embedding"] for r in rows], dim)
-        described = np.array([r["attribute"] is not None and len(r["attribute"]) == dim for r in rows], dtype=bool)
+        rows = db.read_rows(query("darag.chunk_layer_nodes"), ["id", "doc_title", "embedding", "attribute"])
+        ids = [r[0] for r in rows]
+        dim = len(rows[0][2]) if rows else 0
+        text = as_matrix([r[2] for r in rows], dim)
+        described = np.array([r[3] is not None and len(r[3]) == dim for r in rows], dtype=bool)
         attribute = text.copy()
         for i in np.flatnonzero(described):
-            attribute[i] = rows[i]["attribute"]
+            attribute[i] = rows[i][3]
         index = {c: i for i, c in enumerate(ids)}
         edges = [
-            (index[r["a"]], index[r["b"]])
-            for r in db.read(query("darag.chunk_layer_edges"))
-            if r["a"] in index and r["b"] in index  # a chunk newer than the node list waits for the next read
+            (index[a], index[b])
+            for a, b in db.read_rows(query("darag.chunk_layer_edges"), ["a", "b"])
+            if a in index and b in index  # a chunk newer than the node list waits for the next read
         ]
         truss = TrussIndex(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
-        return ChunkLayer(ids, text, attribute, described, [r["doc_title"] for r in rows], truss)
+        return ChunkLayer(ids, text, attribute, described, [r[1] for r in rows], truss)
 
     return read_once(db, "darag:chunk_layer", version, load)
 
@@ -218,22 +218,26 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
     """The entity layer at ``version`` (see :func:`graphstrata.walkgraph.read_once`), and whether it was cached."""
 
     def load() -> EntityLayer:
-        rows = db.read(query("darag.entity_layer_nodes"))
-        ids = [r["id"] for r in rows]
+        rows = db.read_rows(query("darag.entity_layer_nodes"), ["id", "name", "type", "description", "embedding"])
+        ids = [r[0] for r in rows]
         index = {x: i for i, x in enumerate(ids)}
-        dim = next((len(r["embedding"]) for r in rows if r["embedding"]), 0)
-        emb = as_matrix([r["embedding"] for r in rows], dim, np.float32)  # float32 as stored: exact
+        dim = next((len(r[4]) for r in rows if r[4]), 0)
+        emb = as_matrix([r[4] for r in rows], dim, np.float32)  # float32 as stored: exact
         mentioned: dict[str, list[int]] = {}
-        for r in db.read(query("darag.entity_layer_mentions")):
-            if r["entity"] in index:  # an entity newer than the node list waits for the next read
-                mentioned.setdefault(r["chunk"], []).append(index[r["entity"]])
-        related = [r for r in db.read(query("darag.entity_layer_related")) if r["a"] in index and r["b"] in index]
+        for chunk, entity in db.read_rows(query("darag.entity_layer_mentions"), ["chunk", "entity"]):
+            if entity in index:  # an entity newer than the node list waits for the next read
+                mentioned.setdefault(chunk, []).append(index[entity])
+        related = [
+            r
+            for r in db.read_rows(query("darag.entity_layer_related"), ["a", "b", "predicate", "description"])
+            if r[0] in index and r[1] in index
+        ]
         neighbours: dict[int, list[tuple[float, str]]] = {}
-        for r in db.read(query("darag.entity_layer_similar")):
-            if r["a"] in index and r["b"] in index:
-                score = r["score"] if r["score"] is not None else float("inf")  # Cypher: null first in DESC
-                neighbours.setdefault(index[r["a"]], []).append((score, r["b"]))
-                neighbours.setdefault(index[r["b"]], []).append((score, r["a"]))
+        for a, b, score in db.read_rows(query("darag.entity_layer_similar"), ["a", "b", "score"]):
+            if a in index and b in index:
+                score = score if score is not None else float("inf")  # Cypher: null first in DESC
+                neighbours.setdefault(index[a], []).append((score, b))
+                neighbours.setdefault(index[b], []).append((score, a))
         similar: list[tuple[int, int]] = []
         rank: list[int] = []
         for a, ns in neighbours.items():
@@ -244,13 +248,13 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
             ids=ids,
             id_array=np.asarray(ids, dtype=object),
             index=index,
-            names=[r["name"] for r in rows],
-            types=[r["type"] for r in rows],
-            descriptions=[r["description"] for r in rows],
+            names=[r[1] for r in rows],
+            types=[r[2] for r in rows],
+            descriptions=[r[3] for r in rows],
             emb=emb,
             mentioned_by={c: np.asarray(m, dtype=np.int64) for c, m in mentioned.items()},
-            related=np.asarray([(index[r["a"]], index[r["b"]]) for r in related], dtype=np.int64).reshape(-1, 2),
-            related_text=[(r["predicate"] or "related to", r["description"] or "") for r in related],
+            related=np.asarray([(index[r[0]], index[r[1]]) for r in related], dtype=np.int64).reshape(-1, 2),
+            related_text=[(r[2] or "related to", r[3] or "") for r in related],
             similar=np.asarray(similar, dtype=np.int64).reshape(-1, 2),
             similar_rank=np.asarray(rank, dtype=np.int64),
         )
