@@ -66,6 +66,8 @@ _CLIENTS: weakref.WeakKeyDictionary[Database, dict[str, Any]] = weakref.WeakKeyD
 _CLIENTS_LOCK = threading.Lock()
 # A GDS procedure that writes to the database: ``gds.<algorithm>.write``, ``gds.graph.nodeProperties.write`` …
 _WRITE_PROCEDURE = re.compile(r"\bgds\.[\w.]*\.write\b")
+# An algorithm's stream as the client calls it, with no YIELD: ``CALL gds.kcore.stream($graph_name, $config)``
+_STREAM_CALL = re.compile(r"\s*CALL\s+(gds\.[\w.]+\.stream)\s*\(\s*\$\w+\s*,\s*\$\w+\s*\)\s*")
 
 
 class GDSError(RuntimeError):
@@ -316,6 +318,19 @@ def _remote_native(name: str, nodes: Any, rels: Any) -> tuple[list[str], list[st
     return labels, list(confs), single, undirected or None
 
 
+_STREAM_COLUMNS: dict[str, list[str]] = {}
+
+
+def _stream_columns(db: Database, procedure: str) -> list[str]:
+    """What a GDS stream procedure yields, in order (from the server's procedure listing, once)."""
+    if procedure not in _STREAM_COLUMNS:
+        row = db.read_one(query("gds.procedure_outputs"), name=procedure)
+        if row is None:
+            raise GDSError(f"the Neo4j server has no procedure {procedure}")
+        _STREAM_COLUMNS[procedure] = row["names"]
+    return _STREAM_COLUMNS[procedure]
+
+
 def _plugin_client(db: Database) -> Any:
     """A ``GraphDataScience`` client whose Bolt traffic goes through `db` (module docstring)."""
     from graphdatascience import GraphDataScience
@@ -331,6 +346,11 @@ def _plugin_client(db: Database) -> Any:
             super().__init__(db.driver, "bolt", database=db.database, show_progress=False)
 
         def run_cypher(self, query: str, query_type: Any = None, params: Any = None, *args: Any, **kw: Any) -> Any:
+            stream = _STREAM_CALL.fullmatch(query)
+            if stream:  # one list value, not a record per row: the driver's work per record was most of a stream
+                names = _stream_columns(db, stream.group(1))
+                rows = db.read_rows(f"{query} YIELD {', '.join(names)} RETURN *", names, **dict(params or {}))
+                return DataFrame(rows, columns=names)
             rows = db.execute(query, dict(params or {}), write=bool(_WRITE_PROCEDURE.search(query)))
             return DataFrame(rows)
 

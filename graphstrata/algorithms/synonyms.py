@@ -85,11 +85,11 @@ def embedding_links(
     v = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     out = []
     for start in range(0, len(v), block):
-        sims = v[start : start + block] @ v.T
+        sims = v[start : start + block] @ v[start:].T  # the pairs i < j only: the block and what follows
         rows, cols = np.nonzero(sims >= threshold)
-        for i, j in zip(rows + start, cols, strict=True):
+        for i, j in zip(rows + start, cols + start, strict=True):
             if i < j and compatible(entities[i], entities[j]):
-                out.append(_pair(entities[i], entities[j], float(sims[i - start, j]), "embedding"))
+                out.append(_pair(entities[i], entities[j], float(sims[i - start, j - start]), "embedding"))
     return out
 
 

@@ -68,3 +68,9 @@ CALL () {
   RETURN DISTINCT a AS source, b AS target, type(r) AS type
 }
 RETURN gds.graph.project.remote(source, target, CASE WHEN type IS NULL THEN {} ELSE {relationshipType: type} END);
+
+// name: procedure_outputs
+// The columns a procedure yields, in order (graphstrata/gds.py reads GDS streams as one list value).
+SHOW PROCEDURES YIELD name, returnDescription
+WHERE name = $name
+RETURN [r IN returnDescription | r.name] AS names;
