@@ -81,6 +81,26 @@ def test_skeleton_seeds_relations_and_subchunks(kg: GraphStrata) -> None:
     assert r.notes["lambda"] == 1.0 and r.tokens <= 2000
 
 
+def test_relations_without_vectors_are_ranked_by_id_among_equals(kg: GraphStrata) -> None:
+    # spaCy's relations have no vector: they all score 0, and the ones joining equally many seeds
+    # must come in one order whatever order the store and the query plan read them in
+    kg.db.write("MATCH (r:Relation) REMOVE r.embedding")
+    kg.db.write("MATCH (r:Relation {id: 'r5'}) DETACH DELETE r")
+    kg.db.write(  # r9 is written last: the store reads it first (newest first), the id order last
+        "MATCH (s:Entity {id: 'Marie Curie'}), (o:Entity {id: 'radium'}), (c:Chunk {id: 'c2'}) "
+        "CREATE (s)-[:SUBJECT_OF]->(r:Relation {id: 'r9', text: 'Marie Curie isolated radium', "
+        "subject: 'Marie Curie', predicate: 'relates to', object: 'radium'})-[:OBJECT]->(o), (c)-[:HAS_RELATION]->(r)"
+    )
+    question = "What did Marie Curie discover?"
+    r = kg.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
+    seeds = {i.node_id for i in r.items if i.label == "Entity"}
+    rows = [("r9", "Marie Curie", "radium"), *[(x[0], x[1], x[2]) for x in RELATIONS if x[0] != "r5"]]
+    adjacent = [(rid, (s in seeds) + (o in seeds)) for rid, s, o in rows if s in seeds or o in seeds]
+    expected = [rid for rid, _ in sorted(adjacent, key=lambda a: (-a[1], a[0]))]
+    assert len(expected) >= 3
+    assert [i.node_id for i in r.items if i.label == "Relation"] == expected
+
+
 def test_relation_share_bounds_the_graph_part(kg: GraphStrata) -> None:
     r = kg.retrieve("What did Marie Curie discover?", "ketrag-skeleton", seed_entities=5, budget=60, relation_share=0.5)
     graph_tokens = sum(i.tokens for i in r.items if i.label in ("Entity", "Relation"))
@@ -104,13 +124,13 @@ def test_keyword_channel_ranks_its_candidates_by_cosine(graph: Database, neo4j_s
     q = gs.embedder.embed([question])[0]
     # reference: keywords by cosine of their stored (summed) embedding; add until the pool holds the budget
     kws = graph.read(
-        "MATCH (k:Keyword)-[:OCCURS_IN]->(s:SubChunk) RETURN k.term AS t, k.embedding AS e, "
+        "MATCH (k:Keyword)-[:OCCURS_IN]->(s:SubChunk) RETURN k.term AS t, k.id AS id, k.embedding AS e, "
         "collect({id: s.id, tokens: s.tokens, e: s.embedding}) AS subs"
     )
     sim = {k["t"]: float(np.asarray(k["e"]) @ q / np.linalg.norm(k["e"])) for k in kws}
     pool, tokens = {}, 0
-    for k in sorted(kws, key=lambda k: -sim[k["t"]]):
-        for s in k["subs"]:
+    for k in sorted(kws, key=lambda k: (-sim[k["t"]], k["id"])):  # equal vectors: by id
+        for s in sorted(k["subs"], key=lambda s: s["id"]):
             if s["id"] not in pool:
                 pool[s["id"]] = s
                 tokens += s["tokens"]

@@ -51,7 +51,7 @@ CALL (seeds) {
        END AS text,
        joined,
        CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
-  ORDER BY joined DESC, score DESC
+  ORDER BY joined DESC, score DESC, id
   LIMIT $limit
   RETURN collect({id: id, text: text, seeds: joined, score: score}) AS relations
 }
@@ -59,11 +59,12 @@ CALL () {
   WITH 1 AS one WHERE $keywords
   CALL db.index.vector.queryNodes('keyword_embedding', $keyword_candidates, $vector) YIELD node, score
   WITH node, score WHERE node.id IS NOT NULL
-  WITH node, score ORDER BY score DESC LIMIT $keyword_k
+  WITH node, score ORDER BY score DESC, node.id LIMIT $keyword_k
   CALL (node) {
     MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
     WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
       AND s.tokens IS NOT NULL AND s.embedding IS NOT NULL
+    WITH s ORDER BY s.id
     RETURN collect({id: s.id, tokens: s.tokens}) AS subs
   }
   WITH node, subs WHERE size(subs) > 0
