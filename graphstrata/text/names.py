@@ -7,12 +7,16 @@ import hashlib
 import re
 import string
 import unicodedata
+from functools import lru_cache
 
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _PUNCT_JOIN = str.maketrans("", "", ".'’`")  # "U.S." -> "us", "O'Brien" -> "obrien"
 _PUNCT_SPACE = str.maketrans({c: " " for c in string.punctuation + "“”‘«»–—…"})
+#: names and terms recur across a corpus's sentences: their keys and ids are kept, not recomputed
+_NAMES = 1 << 16
 
 
+@lru_cache(maxsize=_NAMES)
 def normalize_name(name: str) -> str:
     """The key that merges entity mentions across chunks and extractors.
 
@@ -33,15 +37,18 @@ def hid(*parts: object) -> str:
     return hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:32]
 
 
+@lru_cache(maxsize=_NAMES)
 def entity_id(normalized: str) -> str:
     return hid("entity", normalized)
 
 
+@lru_cache(maxsize=_NAMES)
 def term_id(normalized: str) -> str:
     """A ``Term`` of E2GraphRAG's spaCy layer (named entities and common nouns), apart from the KG's ``Entity``."""
     return hid("term", normalized)
 
 
+@lru_cache(maxsize=_NAMES)
 def keyword_id(term: str) -> str:
     return hid("keyword", term)
 
