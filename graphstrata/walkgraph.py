@@ -33,7 +33,7 @@ T = TypeVar("T")
 class WalkGraph:
     """Nodes (ids, labels) in matrix order, typed undirected edges, and the version it was read at.
     ``own_text``: a per-node flag the nodes query returns (NodeRAG: a model wrote the node's
-    text); False where it does not."""
+    text; HippoRAG's nodes query returns false for every node)."""
 
     ids: list[str]
     labels: np.ndarray

@@ -23,8 +23,8 @@ def attribute_text(title: str | None, description: str | None, extractor: str | 
 def darag_chunk_attributes(ctx: AugmentContext) -> StageReport:
     """Embeds the title + description of chunks whose text for it changed since the last run; a chunk
     without a model's (see :func:`attribute_text`) keeps none, and DA-RAG uses its text's vector."""
-    rows = ctx.db.read(query("augment.chunk_attribute_state"))
-    texts = [(r["id"], attribute_text(r["title"], r["description"], r["extractor"]), r["key"]) for r in rows]
+    rows = ctx.db.read_rows(query("augment.chunk_attribute_state"), ["id", "title", "description", "extractor", "key"])
+    texts = [(i, attribute_text(title, description, extractor), key) for i, title, description, extractor, key in rows]
     embedded, cleared = refresh_text_vectors(
         ctx, texts, "attribute", "augment.write_chunk_attributes", "augment.clear_chunk_attributes", "chunk attributes"
     )

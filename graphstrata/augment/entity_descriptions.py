@@ -20,8 +20,12 @@ def description_text(name: str, descriptions: list[str]) -> str | None:
 def entity_descriptions(ctx: AugmentContext) -> StageReport:
     """Embeds the entities whose described text changed since the last run (incremental by a key of
     the text); clears the vector of an entity that lost its last written description."""
-    rows = ctx.db.read(query("augment.entity_description_state"), max_descriptions=ctx.params.max_descriptions)
-    texts = [(r["id"], description_text(r["name"], r["descriptions"]), r["key"]) for r in rows]
+    rows = ctx.db.read_rows(
+        query("augment.entity_description_state"),
+        ["id", "name", "key", "descriptions"],
+        max_descriptions=ctx.params.max_descriptions,
+    )
+    texts = [(i, description_text(name, descriptions), key) for i, name, key, descriptions in rows]
     embedded, cleared = refresh_text_vectors(
         ctx,
         texts,
