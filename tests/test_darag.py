@@ -8,6 +8,7 @@ Every embedding is ``cos * e0 + sqrt(1 - cos^2) * e_axis`` with its own axis, an
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -422,6 +423,22 @@ def test_eacs_on_random_graphs(seed: int) -> None:
         sims = emb @ q / (np.linalg.norm(emb, axis=1) * np.linalg.norm(q))
         assert c.qrscore >= np.mean([sims[v] for v in comp]) - 1e-12
         assert pairwise_similarity(emb[c.nodes]) <= 1.0
+
+
+def test_pairwise_similarity_is_the_mean_cosine_over_pairs() -> None:
+    """Appendix B.3's average pairwise similarity against the pairs counted one by one (a zero
+    vector has cosine 0 with everything)."""
+    rng = np.random.default_rng(5)
+    emb = rng.normal(size=(23, 16)) + 0.3
+    emb[7] = 0.0
+    pairs = [
+        float(emb[i] @ emb[j] / (np.linalg.norm(emb[i]) * np.linalg.norm(emb[j])))
+        if np.linalg.norm(emb[i]) and np.linalg.norm(emb[j])
+        else 0.0
+        for i, j in itertools.combinations(range(len(emb)), 2)
+    ]
+    assert pairwise_similarity(emb) == pytest.approx(np.mean(pairs), abs=1e-12)
+    assert pairwise_similarity(emb[:1]) == 0.0
 
 
 # --------------------------------------------------------------------------------------------------

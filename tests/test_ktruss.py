@@ -31,7 +31,7 @@ from graphstrata.algorithms.qpeel import (
     qrscore,
 )
 
-METHODS = ["levels", "sequential"]
+METHODS = ["compiled", "levels", "sequential"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -315,6 +315,28 @@ def test_diameter_against_networkx(n: int) -> None:
     members = [*rng.choice(sorted(G.nodes), size=n // 5, replace=False).tolist(), n + 5]  # one absent
     inside = [a for a in members if a in G]
     assert diameter(E, nodes=members) == max(lengths[a].get(b, 0) for a in inside for b in inside)
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        nx.barbell_graph(6, 9),
+        nx.lollipop_graph(7, 12),
+        nx.balanced_tree(3, 4),
+        nx.grid_2d_graph(7, 11),
+        nx.watts_strogatz_graph(300, 6, 0.05, seed=3),
+        nx.barabasi_albert_graph(400, 2, seed=4),
+        nx.disjoint_union(nx.cycle_graph(31), nx.path_graph(40)),
+        nx.complete_graph(9),
+    ],
+    ids=["barbell", "lollipop", "tree", "grid", "small-world", "scale-free", "cycle+path", "clique"],
+)
+def test_diameter_with_bounds_against_networkx(graph: nx.Graph) -> None:
+    """The diameter found with eccentricity bounds (few BFS) equals networkx's largest eccentricity
+    per component on graphs whose centre and periphery sit differently."""
+    G = nx.convert_node_labels_to_integers(graph)
+    expected = max(nx.diameter(G.subgraph(c)) for c in nx.connected_components(G))
+    assert diameter(edge_array(G)) == expected
 
 
 def test_diameter_of_a_long_graph() -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from graphstrata.algorithms.ktruss import IntArray, component_edges, simplify_edges, truss_decomposition
+from graphstrata.algorithms.ktruss import IntArray, simplify_edges
+from graphstrata.algorithms.ktruss_compiled import component_groups, truss_numbers
 from graphstrata.algorithms.qpeel import Community, PeelStart, cosine_similarities, peel_start, q_peel_component
+from graphstrata.algorithms.qpeel_dense import top_means
 from graphstrata.text.tokens import fit
 
 
@@ -27,35 +29,54 @@ class TrussIndex:
     use and kept. Build it once per graph and pass it to :func:`eacs` for every query."""
 
     def __init__(self, edges: npt.ArrayLike) -> None:
-        self.edges = simplify_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2)).edges()
-        self.truss = truss_decomposition(self.edges) if self.edges.size else np.zeros(0, dtype=np.int64)
+        self.graph = simplify_edges(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
+        self.edges = self.graph.edges()
+        self.truss = truss_numbers(self.graph.n_nodes, self.graph.u, self.graph.v)
         self.top = int(self.truss.max()) if self.truss.size else 0
-        self._components: dict[int, list[tuple[IntArray, IntArray]]] = {}
+        self._components: dict[int, tuple[IntArray, IntArray, IntArray, IntArray]] = {}
         self._starts: dict[tuple[int, int], PeelStart] = {}
 
-    def components(self, k: int) -> list[tuple[IntArray, IntArray]]:
-        """The connected components of T_k as (nodes, edges), largest first."""
+    def _groups(self, k: int) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         if k not in self._components:
-            self._components[k] = component_edges(self.edges[self.truss >= k])
+            g, rows = self.graph, np.flatnonzero(self.truss >= k)
+            node_ptr, nodes, edge_ptr, edges = component_groups(g.n_nodes, g.u[rows], g.v[rows])
+            self._components[k] = (node_ptr, g.nodes[nodes], edge_ptr, rows[edges])
         return self._components[k]
+
+    def component(self, k: int, i: int) -> tuple[IntArray, IntArray]:
+        """Component ``i`` of T_k (largest first, ties by smallest node) as (its nodes, ascending;
+        its edges)."""
+        node_ptr, nodes, edge_ptr, rows = self._groups(k)
+        return nodes[node_ptr[i] : node_ptr[i + 1]], self.edges[rows[edge_ptr[i] : edge_ptr[i + 1]]]
+
+    def members(self, k: int) -> tuple[IntArray, IntArray]:
+        """The nodes of every component of T_k, one component after the other, and where each
+        starts (CSR)."""
+        node_ptr, nodes, _, _ = self._groups(k)
+        return nodes, node_ptr
 
     def peel_start(self, k: int, i: int) -> PeelStart | IntArray:
         """What Q-Peel starts from on component ``i`` of T_k: its :class:`PeelStart` (the triangle
         supports of every edge, the costly query-independent part), kept for components of up to
         ``KEPT_START_NODES`` nodes; the component's edges beyond (each query rebuilds the start)."""
-        nodes, edges = self.components(k)[i]
+        nodes, edges = self.component(k, i)
         if nodes.size > KEPT_START_NODES:
             return edges
         if (k, i) not in self._starts:  # two questions may both build it: the same value
-            self._starts[(k, i)] = peel_start(edges, k)
+            self._starts[(k, i)] = peel_start(edges, k, checked=True)
         return self._starts[(k, i)]
 
 
+BOUND_SLACK = 1e-9  # far above the rounding of a mean of cosines, far below a real difference
 KEPT_START_NODES = 2000  # a kept dense start holds 5 n^2 bytes: 20 MB per k at the limit
 
 
 def eacs(
-    graph: npt.ArrayLike | TrussIndex, embeddings: npt.ArrayLike, q: npt.ArrayLike, ks: range | list[int]
+    graph: npt.ArrayLike | TrussIndex,
+    embeddings: npt.ArrayLike,
+    q: npt.ArrayLike,
+    ks: range | list[int],
+    cos: npt.NDArray[np.float64] | None = None,
 ) -> tuple[list[Community], int]:
     """Q-Peel (Algorithm 1) for every k of ``ks`` on ``graph`` (an edge list of local node ids
     indexing the rows of ``embeddings``, or its :class:`TrussIndex`): the best community per k,
@@ -69,23 +90,24 @@ def eacs(
     A component is skipped when it cannot win: Q-Peel returns a connected k-truss, which has at
     least k nodes, so its QRScore is at most the mean of the component's k highest cosines. The
     components are peeled in the order of that bound, so on a large graph most are never peeled
-    (the result is the same as peeling them all)."""
+    (the result is the same as peeling them all). ``cos``: the cosine of every row of ``embeddings``
+    to ``q``, when the caller already has them."""
     index = graph if isinstance(graph, TrussIndex) else TrussIndex(graph)
     if index.top == 0:
         return [], 0
-    cos = cosine_similarities(embeddings, q)
+    cos = cosine_similarities(embeddings, q) if cos is None else cos
     out = []
     for k in sorted(ks):
         if k > index.top:
             break
-        components = index.components(k)
-        bounds = [float(np.sort(cos[nodes])[-k:].mean()) for nodes, _ in components]
+        bounds = top_means(cos, *index.members(k), k)
         best: Community | None = None
         best_at = -1
-        for i in sorted(range(len(components)), key=lambda i: (-bounds[i], i)):
-            if best is not None and (bounds[i] < best.qrscore or (bounds[i] == best.qrscore and i > best_at)):
+        for i in np.lexsort((np.arange(bounds.size), -bounds)).tolist():
+            # the bound is summed in another order than QRScore: it must fall clearly below to prune
+            if best is not None and bounds[i] < best.qrscore - BOUND_SLACK:
                 break  # the bounds only fall from here: no later component can win either
-            community = q_peel_component(index.peel_start(k, i), embeddings, q, k)
+            community = q_peel_component(index.peel_start(k, i), embeddings, q, k, cos)
             if best is None or (community.qrscore, -i) > (best.qrscore, -best_at):
                 best, best_at = community, i
         if best is not None:
@@ -99,10 +121,11 @@ def pairwise_similarity(embeddings: npt.ArrayLike) -> float:
     n = emb.shape[0]
     if n < 2:
         return 0.0
-    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", emb, emb))[:, None]
     unit = np.divide(emb, norms, out=np.zeros_like(emb), where=norms > 0)
-    sims = unit @ unit.T
-    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+    # the sum of u_i . u_j over i != j is |sum u|^2 - sum |u_i|^2: O(n d), not the n x n matrix
+    total = unit.sum(axis=0)
+    return float((total @ total - np.einsum("ij,ij->", unit, unit)) / (n * (n - 1)))
 
 
 def diameter_bound(n_nodes: int, k: int) -> int:

@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
 
 from graphstrata.algorithms.ktruss import (
     IntArray,
@@ -46,7 +45,7 @@ from graphstrata.algorithms.ktruss import (
     k_truss,
     simplify_edges,
 )
-from graphstrata.algorithms.qpeel_dense import bfs_diameter, peel_dense
+from graphstrata.algorithms.qpeel_dense import bfs_diameter, csr, dense_start, graph_diameter, peel_dense
 
 __all__ = [
     "Community",
@@ -98,7 +97,7 @@ def cosine_similarities(vectors: npt.ArrayLike, query: npt.ArrayLike) -> FloatAr
     q = np.asarray(query, dtype=np.float64).ravel()
     if mat.shape[1] != q.size:
         raise ValueError(f"embedding dimension {mat.shape[1]} != query dimension {q.size}")
-    norms = np.linalg.norm(mat, axis=1) * np.linalg.norm(q)
+    norms = np.sqrt(np.einsum("ij,ij->i", mat, mat)) * np.linalg.norm(q)  # no (n, dim) temporary
     dots = mat @ q
     return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
 
@@ -140,22 +139,14 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
     g = simplify_edges(edges)
     if g.n_nodes == 0:
         return 0
+    indptr, indices = csr(g.n_nodes, g.u.astype(np.int64), g.v.astype(np.int64))
     if nodes is None:
-        sources = np.arange(g.n_nodes)
-    else:
-        wanted = np.unique(np.asarray(nodes, dtype=np.int64))
-        pos = np.searchsorted(g.nodes, wanted)
-        present = pos < g.n_nodes
-        present[present] = g.nodes[pos[present]] == wanted[present]
-        sources = pos[present]  # members absent from the graph are unreachable: ignored
-    both = _neighbour_lists(g)
-    return int(bfs_diameter(both.indptr.astype(np.int64), both.indices.astype(np.int64), sources.astype(np.int64)))
-
-
-def _neighbour_lists(g: SimpleGraph) -> sp.csr_matrix:
-    """``g``'s adjacency matrix (int32, both directions of every edge) in CSR: row i lists i's neighbours."""
-    ends = (np.r_[g.u, g.v], np.r_[g.v, g.u])
-    return sp.csr_matrix((np.ones(2 * g.u.size, dtype=np.int32), ends), shape=(g.n_nodes, g.n_nodes))
+        return int(graph_diameter(indptr, indices))
+    wanted = np.unique(np.asarray(nodes, dtype=np.int64))
+    pos = np.searchsorted(g.nodes, wanted)
+    present = pos < g.n_nodes
+    present[present] = g.nodes[pos[present]] == wanted[present]
+    return int(bfs_diameter(indptr, indices, pos[present]))  # members absent from the graph: unreachable
 
 
 # --------------------------------------------------------------------------------------------------
@@ -275,10 +266,9 @@ class _DensePeelState:
 
     def __init__(self, g: SimpleGraph, k: int) -> None:
         self.k = k
-        a = _neighbour_lists(g)
-        self.adj = a.toarray().astype(bool)
-        self.support = (a @ a).multiply(a).toarray().astype(np.int32)  # common neighbours of every edge's ends
-        self.indptr, self.indices = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+        self.adj, self.support, self.indptr, self.indices = dense_start(
+            g.n_nodes, g.u.astype(np.int64), g.v.astype(np.int64)
+        )
         self.n_edges = int(g.u.size)
 
     def fresh_copy(self) -> _DensePeelState:
@@ -312,17 +302,6 @@ def _embedding_rows(embeddings: npt.ArrayLike, nodes: IntArray) -> FloatArray:
     return emb[nodes]
 
 
-def _community(nodes: IntArray, edges: IntArray, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int) -> Community:
-    return Community(
-        nodes=nodes,
-        edges=edges,
-        k=k,
-        qrscore=qrscore(_embedding_rows(embeddings, nodes), query),
-        density=density(nodes, edges),
-        diameter=diameter(edges),
-    )
-
-
 @dataclass(frozen=True)
 class PeelStart:
     """The query-independent start of Q-Peel on one connected k-truss component: the component
@@ -334,33 +313,42 @@ class PeelStart:
     state: _PeelState | _DensePeelState = field(repr=False)
 
 
-def peel_start(edges: npt.ArrayLike, k: int) -> PeelStart:
-    """The :class:`PeelStart` of the component ``edges``; ``ValueError`` if it is not a connected k-truss."""
+def peel_start(edges: npt.ArrayLike, k: int, checked: bool = False) -> PeelStart:
+    """The :class:`PeelStart` of the component ``edges``; ``ValueError`` if it is not a connected
+    k-truss (not tested when the caller has ``checked`` it: a component of a maximal k-truss is one)."""
     if k < 2:
         raise ValueError("k must be >= 2")
     g = simplify_edges(edges)
     state = _DensePeelState(g, k) if g.n_nodes <= DENSE_LIMIT else _PeelState(g.n_nodes, g.u, g.v, k)
-    if not state.is_connected_k_truss():
+    if not checked and not state.is_connected_k_truss():
         raise ValueError(f"the component is not a connected {k}-truss")
     return PeelStart(g, k, state)
 
 
 def q_peel_component(
-    edges: npt.ArrayLike | PeelStart, embeddings: npt.ArrayLike, query: npt.ArrayLike, k: int
+    edges: npt.ArrayLike | PeelStart,
+    embeddings: npt.ArrayLike,
+    query: npt.ArrayLike,
+    k: int,
+    cos: FloatArray | None = None,
 ) -> Community:
     """Algorithm 1, lines 5–11 (§5.2): query-aware peeling of one connected k-truss component
     (its edges, or its :class:`PeelStart` at this ``k``).
 
     Repeatedly removes the least query-relevant node whose removal raises QRScore and leaves a
     connected k-truss, restarting from the least relevant node after every removal, until no node
-    qualifies.  Raises ``ValueError`` if ``edges`` is not a connected k-truss.
+    qualifies.  Raises ``ValueError`` if ``edges`` is not a connected k-truss.  ``cos``: the cosine
+    of every row of ``embeddings`` to ``query``, when the caller already has them.
     """
     start = edges if isinstance(edges, PeelStart) else peel_start(edges, k)
     if start.k != k:
         raise ValueError(f"the peel start is for k={start.k}, not {k}")
     g = start.graph
     state = start.state.fresh_copy()
-    sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
+    if cos is None:
+        sims = cosine_similarities(_embedding_rows(embeddings, g.nodes), query)
+    else:
+        sims = np.asarray(cos, dtype=np.float64)[g.nodes]
     ranked = np.argsort(sims, kind="stable")  # SortByRelevance: ascending, ties by node id
     total = float(sims.sum())
     if isinstance(state, _DensePeelState):
@@ -369,8 +357,17 @@ def q_peel_component(
     else:
         keep = _peel(state, ranked.tolist(), sims.tolist(), total)
     kept_edges = keep[g.u] & keep[g.v]
-    edges_out = np.stack([g.nodes[g.u[kept_edges]], g.nodes[g.v[kept_edges]]], axis=1)
-    return _community(g.nodes[keep], edges_out, embeddings, query, k)
+    local = np.cumsum(keep) - 1  # the kept nodes renumbered 0..n-1
+    u, v = local[g.u[kept_edges]], local[g.v[kept_edges]]
+    nodes = g.nodes[keep]
+    return Community(
+        nodes=nodes,
+        edges=np.stack([nodes[u], nodes[v]], axis=1),
+        k=k,
+        qrscore=float(sims[keep].mean()),  # Eq. (1)
+        density=density(nodes, u),
+        diameter=int(graph_diameter(*csr(nodes.size, u, v))),
+    )
 
 
 def _peel(state: _PeelState, order: list[int], sim: list[float], total: float) -> np.ndarray:
@@ -421,7 +418,8 @@ def q_peel_communities(
     tk = g.edges()[k_truss(g.edges(), k)]  # line 3: T_k
     if tk.size == 0:
         return []
-    result = [q_peel_component(comp, embeddings, query, k) for _, comp in component_edges(tk)]  # line 4: C
+    cos = cosine_similarities(embeddings, query)
+    result = [q_peel_component(comp, embeddings, query, k, cos) for _, comp in component_edges(tk)]  # line 4: C
     result.sort(key=lambda c: -c.qrscore)  # stable: line 12 only replaces H' on a strict improvement
     return result
 

@@ -148,6 +148,134 @@ def _blocker(adj, support, indptr, indices, x, nbrs, deg, k, n_edges, seen, stac
 
 
 @njit(cache=True, nogil=True)
+def csr(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The neighbour lists (CSR, both directions of every edge) of the graph on nodes 0..n-1 with
+    the edges ``(u[i], v[i])``."""
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(u.size):
+        indptr[u[i] + 1] += 1
+        indptr[v[i] + 1] += 1
+    for i in range(n):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    indices = np.empty(2 * u.size, dtype=np.int64)
+    for i in range(u.size):
+        indices[fill[u[i]]] = v[i]
+        fill[u[i]] += 1
+        indices[fill[v[i]]] = u[i]
+        fill[v[i]] += 1
+    return indptr, indices
+
+
+@njit(cache=True, nogil=True)
+def dense_start(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`peel_dense` starts from for the simple graph on 0..n-1 with edges ``(u[i], v[i])``:
+    the adjacency matrix, each edge's triangle support (common neighbours of its ends, counted
+    from the end of lower degree) and the neighbour lists."""
+    indptr, indices = csr(n, u, v)
+    adj = np.zeros((n, n), dtype=np.bool_)
+    for i in range(u.size):
+        adj[u[i], v[i]] = adj[v[i], u[i]] = True
+    support = np.zeros((n, n), dtype=np.int32)
+    for i in range(u.size):
+        a, b = u[i], v[i]
+        if indptr[a + 1] - indptr[a] > indptr[b + 1] - indptr[b]:
+            a, b = b, a
+        common = 0
+        for p in range(indptr[a], indptr[a + 1]):
+            if adj[b, indices[p]]:
+                common += 1
+        support[a, b] = support[b, a] = common
+    return adj, support, indptr, indices
+
+
+@njit(cache=True, nogil=True)
+def _eccentricity(indptr, indices, s, dist, queue) -> int:
+    """BFS from ``s``: fills ``dist`` (-1: unreachable) and returns the largest distance reached."""
+    dist[:] = -1
+    dist[s] = 0
+    queue[0] = s
+    head, tail = 0, 1
+    while head < tail:
+        u = queue[head]
+        head += 1
+        for p in range(indptr[u], indptr[u + 1]):
+            w = indices[p]
+            if dist[w] < 0:
+                dist[w] = dist[u] + 1
+                queue[tail] = w
+                tail += 1
+    return dist[queue[tail - 1]]
+
+
+@njit(cache=True, nogil=True)
+def graph_diameter(indptr: np.ndarray, indices: np.ndarray) -> int:
+    """The longest finite shortest path of the graph of the CSR ``indptr``/``indices`` (the largest
+    diameter of its connected components), with few BFS: BoundingDiameters (F. W. Takes and W. A.
+    Kosters, "Determining the diameter of small world networks", CIKM 2011). Each BFS from a node v
+    bounds every eccentricity e(w) in v's component by max(e(v) - d(v, w), d(v, w)) <= e(w) <=
+    e(v) + d(v, w); a node whose bounds can no longer move the diameter's bounds is dropped, and
+    the search ends when the lower and upper bound of the diameter meet."""
+    n = indptr.size - 1
+    dist = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    lower = np.zeros(n, dtype=np.int64)
+    upper = np.full(n, n, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)  # reached by a BFS of an earlier component
+    best = 0
+    for root in range(n):
+        if done[root]:
+            continue
+        _eccentricity(indptr, indices, root, dist, queue)
+        members = np.flatnonzero(dist >= 0)
+        done[members] = True
+        if members.size < 2:
+            continue
+        active = np.ones(members.size, dtype=np.bool_)
+        d_low, d_up = 0, n
+        high = True  # alternate: the largest upper bound, then the smallest lower bound
+        while d_low < d_up:
+            pick = -1
+            for i in range(members.size):
+                if not active[i]:
+                    continue
+                if pick < 0:
+                    pick = i
+                    continue
+                a, b = members[i], members[pick]
+                if high:
+                    better = upper[a] > upper[b] or (
+                        upper[a] == upper[b] and indptr[a + 1] - indptr[a] > indptr[b + 1] - indptr[b]
+                    )
+                else:
+                    better = lower[a] < lower[b] or (
+                        lower[a] == lower[b] and indptr[a + 1] - indptr[a] > indptr[b + 1] - indptr[b]
+                    )
+                if better:
+                    pick = i
+            if pick < 0:
+                break
+            high = not high
+            v = members[pick]
+            ecc = _eccentricity(indptr, indices, v, dist, queue)
+            top = 0
+            for i in range(members.size):
+                w = members[i]
+                d = dist[w]
+                lower[w] = max(lower[w], max(ecc - d, d))
+                upper[w] = min(upper[w], ecc + d)
+                d_low = max(d_low, lower[w])
+                top = max(top, upper[w])
+            d_up = min(d_up, top)
+            for i in range(members.size):
+                w = members[i]
+                if active[i] and (lower[w] == upper[w] or (upper[w] <= d_low and 2 * lower[w] >= d_up)):
+                    active[i] = False
+        best = max(best, d_low)
+    return best
+
+
+@njit(cache=True, nogil=True)
 def bfs_diameter(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray) -> int:
     """The longest finite shortest path between two of ``sources`` in the graph of the CSR
     ``indptr``/``indices`` (both directions of every edge): a BFS from each source."""
@@ -174,3 +302,13 @@ def bfs_diameter(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray) -
                     if is_source[v] and dist[v] > best:
                         best = dist[v]
     return best
+
+
+@njit(cache=True, nogil=True)
+def top_means(values: np.ndarray, nodes: np.ndarray, ptr: np.ndarray, k: int) -> np.ndarray:
+    """For each group ``nodes[ptr[i]:ptr[i + 1]]`` (of at least ``k`` nodes), the mean of its ``k``
+    largest ``values``."""
+    out = np.empty(ptr.size - 1)
+    for i in range(ptr.size - 1):
+        out[i] = np.sort(values[nodes[ptr[i] : ptr[i + 1]]])[-k:].mean()
+    return out

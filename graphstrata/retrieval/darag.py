@@ -83,6 +83,7 @@ from graphstrata.retrieval.darag_layers import (
     make_candidate,
     render_community,
 )
+from graphstrata.retrieval.shared import beside
 from graphstrata.text.tokens import count_tokens, truncate
 from graphstrata.walkgraph import graph_version
 
@@ -219,12 +220,13 @@ class DARAGRetriever(Retriever):
 
     def _retrieve(self, question: str, p: DARAGParams, t: Timer) -> Retrieved:
         ks = list(range(p.k_min, p.k_max + 1))
+        version_read = beside(graph_version, self.db)  # a round trip: beside the embedding
         with t.stage("embed"):
             q = np.asarray(self.embed_query(question), dtype=np.float64)
 
         # ---- 1. coarse EACS on the chunk layer ----------------------------------------------------
         with t.stage("layers"):
-            version = graph_version(self.db)
+            version = version_read.result()
             layer, layer_cached = load_chunk_layer(self.db, version)
             entities, _ = load_entity_layer(self.db, version)
         if not layer.ids:
@@ -270,8 +272,8 @@ class DARAGRetriever(Retriever):
             doc_title = {c: layer.doc_titles[members[position[c]]] for c in hc}
             coarse_notes["size"] = len(hc)
             coarse_notes["chunks"] = hc
-        with t.stage("chunk_fetch"):
-            texts = {r["id"]: r["text"] for r in self.db.read_plain(query("darag.chunks"), ids=hc[: p.chunk_k])}
+        # H_C's texts are read while the working subgraph is searched
+        chunk_rows = beside(lambda ids: self.db.read_plain(query("darag.chunks"), ids=ids), hc[: p.chunk_k])
 
         # ---- 2. working subgraph: entities of H_C and the fine layers among them ------------------
         with t.stage("working"):
@@ -279,8 +281,9 @@ class DARAGRetriever(Retriever):
             fine_graphs = working.graphs
         with t.stage("fine_eacs"):
             fine: list[Candidate] = []
+            work_cos = cosine_similarities(working.emb, q)  # every fine layer's nodes are rows of V_work
             for layer, g in fine_graphs.items():
-                found = [make_candidate(layer, c, g) for c in eacs(g.edges, g.emb, q, ks)[0]]
+                found = [make_candidate(layer, c, g) for c in eacs(g.edges, g.emb, q, ks, work_cos)[0]]
                 # the same node set at several k is one community: keep it at its highest k
                 by_nodes: dict[tuple[str, ...], int] = {}
                 for i in reversed(range(len(found))):
@@ -294,6 +297,9 @@ class DARAGRetriever(Retriever):
             for c in distinct:
                 c.rendering = render_community(c, working)
                 c.chunk_ids = community_chunks(c.members, working, chunk_cos)
+
+        with t.stage("chunk_fetch"):
+            texts = {r["id"]: r["text"] for r in chunk_rows.result()}
 
         # ---- 3. scores and reports (LLM) or QRScore, then greedy packing into C_b -----------------
         llm_notes: dict[str, Any] = {"used": False}

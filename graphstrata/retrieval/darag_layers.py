@@ -156,8 +156,8 @@ class EntityLayer:
     mentioned_by: dict[str, np.ndarray]  # chunk id -> the rows of the entities it mentions
     related: np.ndarray  # (m, 2) rows of every RELATED edge, start first
     related_text: list[tuple[str, str]]  # (predicate, description) of each row of ``related``
-    similar: np.ndarray  # (p, 2) entity, neighbour: each stored pair from both ends, each entity's
-    similar_rank: np.ndarray  # neighbours by descending score then id; (p,) rank in that list
+    similar: np.ndarray  # (p, 2) entity, neighbour: each stored pair from both ends, by entity row
+    similar_ptr: np.ndarray  # (n + 1,) row i's neighbours, by descending score then id: similar[ptr[i]:ptr[i + 1]]
 
     def working(self, chunks: list[str], k_neighbor: int, layers: list[Layer], dim: int) -> Working:
         """§4 working subgraph: V_work = the entities mentioned by ``chunks`` (the chunks of H_C), and
@@ -181,16 +181,20 @@ class EntityLayer:
             kg_rows = np.flatnonzero((ends >= 0).all(axis=1))
             graphs["kg"] = LayerGraph(ids, emb, ends[kg_rows])
         if "similarity" in layers:
-            ends = local[self.similar]
-            keep = (ends >= 0).all(axis=1) & (self.similar_rank < k_neighbor)
-            low_high = np.sort(ends[keep], axis=1)
+            # the first k_neighbor neighbours of each entity of V_work, kept when they are in V_work too
+            starts = self.similar_ptr[rows]
+            counts = np.minimum(self.similar_ptr[rows + 1] - starts, k_neighbor)
+            offsets = np.cumsum(counts) - counts
+            at = np.arange(counts.sum()) - np.repeat(offsets - starts, counts)
+            ends = local[self.similar[at]]
+            low_high = np.sort(ends[ends[:, 1] >= 0], axis=1)
             codes = np.unique(low_high[:, 0] * rows.size + low_high[:, 1])  # each pair once, in (low, high) order
             graphs["similarity"] = LayerGraph(ids, emb, np.stack([codes // rows.size, codes % rows.size], axis=1))
         relations: dict[tuple[str, str], list[tuple[str, str]]] = {}
         for i in kg_rows.tolist():
             a, b = self.related[i].tolist()
             relations.setdefault((self.ids[a], self.ids[b]), []).append(self.related_text[i])
-        return Working(self, ids, present, mention_rows[by_row], mention_chunks[by_row], graphs, relations)
+        return Working(self, ids, emb, present, mention_rows[by_row], mention_chunks[by_row], graphs, relations)
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,7 @@ class Working:
 
     layer: EntityLayer
     ids: list[str]
+    emb: np.ndarray  # V_work's embeddings (float64): the rows of every fine layer's graph
     hc: list[str]  # the chunks of H_C that mention an entity
     mention_rows: np.ndarray  # the entity row of each (chunk, entity) mention, ascending
     mention_chunks: np.ndarray  # the position in ``hc`` of each mention's chunk
@@ -239,11 +244,12 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
                 neighbours.setdefault(index[a], []).append((score, b))
                 neighbours.setdefault(index[b], []).append((score, a))
         similar: list[tuple[int, int]] = []
-        rank: list[int] = []
-        for a, ns in neighbours.items():
+        similar_ptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        for a in sorted(neighbours):
+            ns = neighbours[a]
             ns.sort(key=lambda s: (-s[0], s[1]))  # the order the layer's KNN lists are read in
             similar += [(a, index[b]) for _, b in ns]
-            rank += range(len(ns))
+            similar_ptr[a + 1] = len(ns)
         return EntityLayer(
             ids=ids,
             id_array=np.asarray(ids, dtype=object),
@@ -256,7 +262,7 @@ def load_entity_layer(db: Database, version: Any) -> tuple[EntityLayer, bool]:
             related=np.asarray([(index[r[0]], index[r[1]]) for r in related], dtype=np.int64).reshape(-1, 2),
             related_text=[(r[2] or "related to", r[3] or "") for r in related],
             similar=np.asarray(similar, dtype=np.int64).reshape(-1, 2),
-            similar_rank=np.asarray(rank, dtype=np.int64),
+            similar_ptr=np.cumsum(similar_ptr),
         )
 
     return read_once(db, "darag:entity_layer", version, load)
