@@ -138,7 +138,7 @@ class MiniLMEmbedder:
             for name in ("attention.output.dense", "intermediate.dense", "output.dense"):
                 self.w[p + name + ".wT"] = self.w[p + name + ".weight"].T.copy()
 
-    def _hidden_numpy(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _hidden_numpy(self, ids: np.ndarray, mask: np.ndarray, one_core: bool = False) -> np.ndarray:
         """The reference forward pass: hidden states (batch, n, dim)."""
         w, (b, n), h = self.w, ids.shape, self.heads
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
@@ -169,9 +169,9 @@ class MiniLMEmbedder:
             x = _layer_norm(x + out, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], self.eps)
         return x.reshape(b, n, self.dim)
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _forward(self, ids: np.ndarray, mask: np.ndarray, one_core: bool = False) -> np.ndarray:
         """Sentence vectors of one padded batch: mean of the real tokens' hidden states, L2-normalised."""
-        x = self._encode(ids, mask)
+        x = self._encode(ids, mask, one_core)
         m = mask[..., None].astype(np.float32)
         pooled = (x * m).sum(1) / np.maximum(m.sum(1), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
@@ -180,11 +180,16 @@ class MiniLMEmbedder:
         """Embed `texts`; the vector cache serves the ones seen before (re-ingest, question re-asks)."""
         return self.cache.embed(texts, self.compute, progress)
 
+    def embed_beside(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`embed` on one core, for a caller that runs other work (a parse) meanwhile; the
+        same vectors (see :class:`graphstrata.embed_onnx.OnnxEncoder`)."""
+        return self.cache.embed(texts, lambda todo, progress=None: self.compute(todo, progress, one_core=True))
+
     def clear_cache(self) -> None:
         """Forget the in-process vectors (benchmarks that time query embedding)."""
         self.cache.clear_memory()
 
-    def compute(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+    def compute(self, texts: Sequence[str], progress: Progress | None = None, one_core: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not len(texts):
             return out
@@ -207,7 +212,7 @@ class MiniLMEmbedder:
             for row, i in enumerate(idx):
                 ids[row, : len(encs[i].ids)] = encs[i].ids
                 mask[row, : len(encs[i].ids)] = 1
-            out[idx] = self._forward(ids, mask)
+            out[idx] = self._forward(ids, mask, one_core)
             if progress:
                 progress(len(idx))
         return out
@@ -231,10 +236,15 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         return self.cache.embed(texts, self.compute, progress)
 
+    def embed_beside(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`embed` on one core, for a caller that runs other work (a parse) meanwhile; the
+        same vectors (see :class:`graphstrata.embed_onnx.OnnxEncoder`)."""
+        return self.cache.embed(texts, lambda todo, progress=None: self.compute(todo, progress, one_core=True))
+
     def clear_cache(self) -> None:
         self.cache.clear_memory()
 
-    def compute(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+    def compute(self, texts: Sequence[str], progress: Progress | None = None, one_core: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])

@@ -103,6 +103,19 @@ def test_onnx_matches_numpy_on_mixed_lengths() -> None:
     assert np.abs(ref - fast).max() < 1e-4
 
 
+def test_one_core_session_gives_the_same_vectors() -> None:
+    """A question embedded beside a parse runs on the one-thread session: the same vectors, bit for
+    bit, as the session with a thread per core (MLAS splits an operator's output, not its sums)."""
+    from graphstrata.embed_onnx import OnnxEncoder
+
+    model = MiniLMEmbedder(runtime="onnx", threads=2)
+    assert isinstance(model._encode, OnnxEncoder)
+    assert model._encode.single is not model._encode.session
+    many = model.compute(TEXTS)
+    assert np.array_equal(model.compute(TEXTS, one_core=True), many)
+    assert np.array_equal(np.stack([model.embed_beside([t])[0] for t in TEXTS]), many)
+
+
 def test_padding_does_not_change_a_vector(runtime: MiniLMEmbedder) -> None:
     short = "Paris is the capital of France."
     alone = runtime.compute([short])[0]

@@ -178,7 +178,7 @@ class AutoRetriever(Retriever):
         # every route but SG-RAG's embeds the question: the model runs beside the parse that picks the
         # route (the routed method then finds the vector made, or waits for it: Retriever.embed_query);
         # a failure there is the routed method's to report, when it embeds
-        embedding = beside(self.embed_query, question)
+        embedding = beside(self.embed_query, question, True)
         with t.stage("classify"):
             shape = question_shape(question)
             chosen = route(shape, installed, p.try_sgrag)

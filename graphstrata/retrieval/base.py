@@ -228,13 +228,15 @@ class Retriever(ABC):
     def _retrieve(self, question: str, p: Any, t: Timer) -> Retrieved:
         """Find and rank context; return (items best first, explaining subgraph, notes)."""
 
-    def embed_query(self, question: str) -> list[float]:
-        """The question's vector; methods fused on the same question compute it once."""
+    def embed_query(self, question: str, beside_parse: bool = False) -> list[float]:
+        """The question's vector; methods fused on the same question compute it once. A method that
+        parses the question meanwhile says so (``beside_parse``): the local model then runs on one
+        core and leaves the other to the parse (the same vector)."""
         from graphstrata.retrieval.shared import single_flight
 
-        return single_flight(
-            ("embed", id(self.embedder), question), lambda: self.embedder.embed([question])[0].tolist()
-        )
+        embed = getattr(self.embedder, "embed_beside", None) if beside_parse else None
+        embed = embed or self.embedder.embed
+        return single_flight(("embed", id(self.embedder), question), lambda: embed([question])[0].tolist())
 
 
 def get_retriever(

@@ -132,7 +132,7 @@ class HippoRAGRetriever(Retriever):
         # search: neither needs the other, and the spaCy pass costs as much as the embedding.
         linking = beside(self._link, question)
         with t.stage("embed"):
-            vector = self.embed_query(question)
+            vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("seeds"):
             (row,) = self.db.read_plain(
                 query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector

@@ -168,7 +168,7 @@ class NodeRAGRetriever(Retriever):
         # beside the similarity search (embedding, vector indexes): neither needs the other.
         accurate = beside(self._accurate, question, p.entry_k)
         with t.stage("embed"):
-            vector = self.embed_query(question)
+            vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("similarity_search"):
             rows = self.db.read_plain(
                 query("noderag.similarity_search"),
