@@ -9,6 +9,11 @@ without the GIL, so questions peel side by side.
 The witness rule (why a blocked node need not be checked again until a node of its witness goes) is
 explained on :class:`graphstrata.algorithms.qpeel._PeelState`; here each blocked node keeps only its
 latest witness, and the scan restarts from the lowest position a freed node holds.
+
+Also compiled here, for what a question does around each peel: :func:`dense_start` (the dense
+state a peel starts from), :func:`graph_diameter` (a community's diameter, B.3, by eccentricity
+bounds), :func:`bfs_diameter` (B.3's diameter between given members), :func:`top_means` (the
+QRScore bound of every component) and :func:`csr` (neighbour lists).
 """
 
 from __future__ import annotations
