@@ -139,7 +139,8 @@ class MiniLMEmbedder:
                 self.w[p + name + ".wT"] = self.w[p + name + ".weight"].T.copy()
 
     def _hidden_numpy(self, ids: np.ndarray, mask: np.ndarray, one_core: bool = False) -> np.ndarray:
-        """The reference forward pass: hidden states (batch, n, dim)."""
+        """The reference forward pass: hidden states (batch, n, dim); numpy's BLAS runs one thread
+        either way (graphstrata.blas)."""
         w, (b, n), h = self.w, ids.shape, self.heads
         x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
         x = x + w["embeddings.token_type_embeddings.weight"][0]
@@ -236,15 +237,10 @@ class OpenAIEmbedder:
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         return self.cache.embed(texts, self.compute, progress)
 
-    def embed_beside(self, texts: Sequence[str]) -> np.ndarray:
-        """:meth:`embed` on one core, for a caller that runs other work (a parse) meanwhile; the
-        same vectors (see :class:`graphstrata.embed_onnx.OnnxEncoder`)."""
-        return self.cache.embed(texts, lambda todo, progress=None: self.compute(todo, progress, one_core=True))
-
     def clear_cache(self) -> None:
         self.cache.clear_memory()
 
-    def compute(self, texts: Sequence[str], progress: Progress | None = None, one_core: bool = False) -> np.ndarray:
+    def compute(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             batch = list(texts[start : start + self.batch_size])
