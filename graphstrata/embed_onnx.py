@@ -131,7 +131,7 @@ class OnnxEncoder:
     Two sessions over the same graph: one with a thread per core (batches, and a question embedded
     while nothing else runs) and one with a single thread (``one_core=True``), for a question whose
     method parses it beside the embedding: a pool of a thread per core there waits at every operator
-    for the core the parse holds (hipporag 12.0 -> 11.0 ms, fusion 18.0 -> 15.2 ms p50 on 2 cores).
+    for the core the parse holds (README, "Embeddings offline").
     Both give the same vectors, bit for bit (tests/test_embed.py)."""
 
     def __init__(self, weights: dict[str, np.ndarray], layers: int, heads: int, eps: float, threads: int = 0) -> None:
