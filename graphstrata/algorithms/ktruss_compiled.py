@@ -21,10 +21,12 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _sorted_neighbours(n, u, v):
-    """CSR neighbour lists with the id of each edge; ascending in every row because the edges come
-    sorted by (u, v): a row first gets its smaller neighbours (as the v of earlier edges), then its
-    larger ones (as the u of its own)."""
+def neighbour_lists(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The neighbour lists (CSR, both directions of every edge) of the graph on nodes 0..n-1 with
+    the edges ``(u[i], v[i])``, with the index of each neighbour's edge: ``(indptr, neighbours,
+    edge)``. Ascending in every row when the edges come sorted by (u, v), as a
+    :class:`~graphstrata.algorithms.ktruss.SimpleGraph`'s do: a row first gets its smaller
+    neighbours (as the v of earlier edges), then its larger ones (as the u of its own)."""
     indptr = np.zeros(n + 1, dtype=np.int64)
     for i in range(u.size):
         indptr[u[i] + 1] += 1
@@ -50,7 +52,7 @@ def truss_numbers(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     truss = np.zeros(m, dtype=np.int64)
     if m == 0:
         return truss
-    indptr, nbr, eid = _sorted_neighbours(n, u, v)
+    indptr, nbr, eid = neighbour_lists(n, u, v)
     support = np.zeros(m, dtype=np.int64)
     for e in range(m):
         p, p_end, q, q_end = indptr[u[e]], indptr[u[e] + 1], indptr[v[e]], indptr[v[e] + 1]
@@ -119,7 +121,7 @@ def component_groups(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, 
     without an edge are left out), largest first, ties by smallest node: ``(node_ptr, nodes,
     edge_ptr, edges)`` where component ``c`` holds the ascending nodes ``nodes[node_ptr[c]:node_ptr[c
     + 1]]`` and the edge indices ``edges[edge_ptr[c]:edge_ptr[c + 1]]`` in input order."""
-    indptr, nbr, _ = _sorted_neighbours(n, u, v)
+    indptr, nbr, _ = neighbour_lists(n, u, v)
     label = np.full(n, -1, dtype=np.int64)
     queue = np.empty(n, dtype=np.int64)
     count = 0

@@ -45,7 +45,8 @@ from graphstrata.algorithms.ktruss import (
     k_truss,
     simplify_edges,
 )
-from graphstrata.algorithms.qpeel_dense import bfs_diameter, csr, dense_start, graph_diameter, peel_dense
+from graphstrata.algorithms.ktruss_compiled import neighbour_lists
+from graphstrata.algorithms.qpeel_dense import bfs_diameter, dense_start, graph_diameter, peel_dense
 
 __all__ = [
     "Community",
@@ -139,7 +140,7 @@ def diameter(edges: npt.ArrayLike, nodes: npt.ArrayLike | None = None) -> int:
     g = simplify_edges(edges)
     if g.n_nodes == 0:
         return 0
-    indptr, indices = csr(g.n_nodes, g.u.astype(np.int64), g.v.astype(np.int64))
+    indptr, indices, _ = neighbour_lists(g.n_nodes, g.u.astype(np.int64), g.v.astype(np.int64))
     if nodes is None:
         return int(graph_diameter(indptr, indices))
     wanted = np.unique(np.asarray(nodes, dtype=np.int64))
@@ -360,13 +361,14 @@ def q_peel_component(
     local = np.cumsum(keep) - 1  # the kept nodes renumbered 0..n-1
     u, v = local[g.u[kept_edges]], local[g.v[kept_edges]]
     nodes = g.nodes[keep]
+    indptr, indices, _ = neighbour_lists(nodes.size, u, v)
     return Community(
         nodes=nodes,
         edges=np.stack([nodes[u], nodes[v]], axis=1),
         k=k,
         qrscore=float(sims[keep].mean()),  # Eq. (1)
         density=density(nodes, u),
-        diameter=int(graph_diameter(*csr(nodes.size, u, v))),
+        diameter=int(graph_diameter(indptr, indices)),
     )
 
 

@@ -13,13 +13,16 @@ latest witness, and the scan restarts from the lowest position a freed node hold
 Also compiled here, for what a question does around each peel: :func:`dense_start` (the dense
 state a peel starts from), :func:`graph_diameter` (a community's diameter, B.3, by eccentricity
 bounds), :func:`bfs_diameter` (B.3's diameter between given members), :func:`top_means` (the
-QRScore bound of every component) and :func:`csr` (neighbour lists).
+QRScore bound of every component); neighbour lists come from
+:func:`graphstrata.algorithms.ktruss_compiled.neighbour_lists`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from graphstrata.algorithms.ktruss_compiled import neighbour_lists
 
 
 @njit(cache=True, nogil=True)
@@ -153,31 +156,11 @@ def _blocker(adj, support, indptr, indices, x, nbrs, deg, k, n_edges, seen, stac
 
 
 @njit(cache=True, nogil=True)
-def csr(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The neighbour lists (CSR, both directions of every edge) of the graph on nodes 0..n-1 with
-    the edges ``(u[i], v[i])``."""
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(u.size):
-        indptr[u[i] + 1] += 1
-        indptr[v[i] + 1] += 1
-    for i in range(n):
-        indptr[i + 1] += indptr[i]
-    fill = indptr[:-1].copy()
-    indices = np.empty(2 * u.size, dtype=np.int64)
-    for i in range(u.size):
-        indices[fill[u[i]]] = v[i]
-        fill[u[i]] += 1
-        indices[fill[v[i]]] = u[i]
-        fill[v[i]] += 1
-    return indptr, indices
-
-
-@njit(cache=True, nogil=True)
 def dense_start(n: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What :func:`peel_dense` starts from for the simple graph on 0..n-1 with edges ``(u[i], v[i])``:
     the adjacency matrix, each edge's triangle support (common neighbours of its ends, counted
     from the end of lower degree) and the neighbour lists."""
-    indptr, indices = csr(n, u, v)
+    indptr, indices, _ = neighbour_lists(n, u, v)
     adj = np.zeros((n, n), dtype=np.bool_)
     for i in range(u.size):
         adj[u[i], v[i]] = adj[v[i], u[i]] = True
@@ -285,27 +268,13 @@ def bfs_diameter(indptr: np.ndarray, indices: np.ndarray, sources: np.ndarray) -
     """The longest finite shortest path between two of ``sources`` in the graph of the CSR
     ``indptr``/``indices`` (both directions of every edge): a BFS from each source."""
     n = indptr.size - 1
-    is_source = np.zeros(n, dtype=np.bool_)
-    is_source[sources] = True
     dist = np.empty(n, dtype=np.int64)
     queue = np.empty(n, dtype=np.int64)
     best = 0
     for s in sources:
-        dist[:] = -1
-        dist[s] = 0
-        queue[0] = s
-        head, tail = 0, 1
-        while head < tail:
-            u = queue[head]
-            head += 1
-            for p in range(indptr[u], indptr[u + 1]):
-                v = indices[p]
-                if dist[v] < 0:
-                    dist[v] = dist[u] + 1
-                    queue[tail] = v
-                    tail += 1
-                    if is_source[v] and dist[v] > best:
-                        best = dist[v]
+        _eccentricity(indptr, indices, s, dist, queue)
+        for t in sources:
+            best = max(best, dist[t])  # an unreachable member is -1: skipped
     return best
 
 
