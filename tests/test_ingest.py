@@ -76,6 +76,36 @@ def test_subchunks_halve_m_times_and_partition_the_chunk() -> None:
     assert len(split_subchunks("short text", splits=3)) == 1
 
 
+# A 2-sub-chunk passage whose halving falls inside the name "Pierre Curie"
+LONG = (
+    " ".join(["Marie Curie moved to Paris in 1891 with Pierre Curie."] * 12)
+    + " word "
+    + " ".join(["The Royal Swedish Academy of Sciences awarded Marie Curie the Nobel Prize."] * 6)
+)
+
+
+def test_subchunks_cut_from_the_chunk_parse_add_up_to_it() -> None:
+    from collections import Counter
+
+    from graphstrata.text.nlp import analyse, cut, parse_texts
+
+    subs = [s.text for s in split_subchunks(LONG, splits=3, min_tokens=100)]
+    assert len(subs) == 2 and subs[0].endswith("Pierre")  # the halving cuts the name
+    doc = parse_texts([LONG])[0]
+    pieces = cut(doc, subs)
+    assert pieces is not None and sum(len(d) for d in pieces) == len(doc)  # every token once
+    whole = analyse(doc)
+    cuts = [analyse(d) for d in pieces]
+    # the sub-chunks' mentions and keyword sentences add up to the chunk's own analysis ...
+    assert sum((a.mentions for a in cuts), Counter()) == whole.mentions
+    assert "pierre curie" in cuts[0].mentions
+    # ... which sub-chunks parsed on their own do not: the name is broken at the edge
+    alone = [analyse(d) for d in parse_texts(subs)]
+    assert sum((a.mentions for a in alone), Counter()) != whole.mentions
+    assert cut(doc, [subs[0], subs[1][1:]]) is None  # pieces that do not make up the text
+    assert cut(doc, [LONG]) == [doc]
+
+
 # --- loading ----------------------------------------------------------------------------------
 
 
@@ -243,6 +273,37 @@ def test_delete_removes_what_only_that_document_supported(gs: GraphStrata, graph
     gs.ingest_texts([("pierre", PIERRE)], OPTS)
     assert snapshot(gs.db) == after
     assert gs.delete("no such document") == []
+
+
+def test_delete_undoes_split_chunks_as_they_were_analysed(
+    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphstrata.ingest import pipeline
+    from tests.conftest import wipe
+
+    gs.ingest_texts([("pierre", PIERRE)], OPTS)
+    fresh = snapshot(gs.db)
+    paris = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e")["e"]
+
+    def undone() -> None:
+        assert snapshot(gs.db) == fresh
+        after = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e")["e"]
+        np.testing.assert_allclose(after, paris, atol=1e-5)
+
+    gs.ingest_texts([("long", LONG)], OPTS)
+    assert graph.read("MATCH (c:Chunk {doc_title: 'long'}) RETURN c.subs_cut AS cut") == [{"cut": True}]
+    assert graph.read_one("MATCH (:Chunk {doc_title: 'long'})-[:HAS_PART]->(s) RETURN count(s) AS n")["n"] == 2
+    gs.delete("long")
+    undone()
+    # a graph written before sub-chunks were cut from their chunk's parse: they were parsed alone
+    # (`subs_cut` absent), and the delete subtracts that analysis, not today's
+    monkeypatch.setattr(pipeline, "cut", lambda doc, pieces: None)
+    gs.ingest_texts([("long", LONG)], OPTS)
+    monkeypatch.undo()
+    graph.write("MATCH (c:Chunk {doc_title: 'long'}) REMOVE c.subs_cut")
+    gs.delete("long")
+    undone()
+    wipe(graph)
 
 
 # --- faults -----------------------------------------------------------------------------------

@@ -30,12 +30,14 @@ REMOVE d._lock;
 // title/description: the DA-RAG chunk layer (§4.1), from the chunk's extraction; extraction_status
 // is ok, failed (retried by the next ingest) or skipped (no extractor, or not a KET-RAG core chunk).
 // provenance: the pages or headed sections of a PDF/HTML/DOCX source it overlaps (null otherwise).
+// subs_cut: its sub-chunks' spaCy analyses were cut from its parse (graphstrata.text.nlp.cut; null
+// in graphs written before: they were parsed alone, and a delete re-derives them so).
 UNWIND $rows AS r
 MATCH (d:Document {id: r.doc})
 MERGE (c:Chunk {id: r.id})
 SET c.text = r.text, c.tokens = r.tokens, c.ordinal = r.ordinal, c.doc_title = r.doc_title,
     c.doc_id = r.doc, c.title = r.title, c.description = r.description, c.extractor = r.extractor,
-    c.extraction_status = r.extraction_status, c.provenance = r.provenance
+    c.extraction_status = r.extraction_status, c.provenance = r.provenance, c.subs_cut = r.subs_cut
 MERGE (d)-[h:HAS_CHUNK]->(c)
 SET h.ordinal = r.ordinal
 WITH c, r
@@ -319,11 +321,11 @@ RETURN
   } AS related;
 
 // name: document_chunks
-// The stored text of a document's chunks and sub-chunks, to undo its contributions.
+// The stored text of a document's chunks and sub-chunks, and how they were analysed, to undo its contributions.
 MATCH (d:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk)
 OPTIONAL MATCH (c)-[:HAS_PART]->(s:SubChunk)
 WITH c, s ORDER BY c.ordinal, s.ordinal
-RETURN c.id AS chunk, collect({id: s.id, text: s.text}) AS subs;
+RETURN c.id AS chunk, c.text AS text, c.subs_cut AS subs_cut, collect({id: s.id, text: s.text}) AS subs;
 
 // name: delete_document_nodes
 // Removes the document, its chunks with their sub-chunks, semantic units and Relation nodes, then

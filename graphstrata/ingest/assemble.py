@@ -21,9 +21,8 @@ from graphstrata.text.names import entity_id, hid, keyword_id, normalize_name, t
 from graphstrata.text.nlp import EXTRACTIVE, Analysis
 
 
-def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: IngestOptions) -> list[str]:
-    """Fill ``p.chunks`` and ``p.subchunks`` (KET-RAG's m halvings); return the sub-chunk texts in order."""
-    subtexts: list[str] = []
+def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: IngestOptions) -> None:
+    """Fill ``p.chunks`` and ``p.subchunks`` (KET-RAG's m halvings)."""
     for ordinal, piece in enumerate(pieces):
         cid = hid("chunk", p.doc.id, ordinal, piece.text)
         p.chunks.append(
@@ -49,8 +48,6 @@ def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: 
                     "whole": len(subs) == 1,
                 }
             )
-            subtexts.append(s.text)
-    return subtexts
 
 
 def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis]) -> list[list[str]]:

@@ -55,7 +55,7 @@ from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
 from graphstrata.schema import apply_schema
 from graphstrata.text.names import entity_id, normalize_name
-from graphstrata.text.nlp import Analysis, analyse, analyse_texts, parse_texts
+from graphstrata.text.nlp import Analysis, analyse, cut, parse_texts
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -200,8 +200,9 @@ class Ingestor:
     def _old_contribution(self, doc_id: str) -> Contribution:
         """Re-derive what the stored version of a document added, to subtract it exactly."""
         rows = self.db.read(query("ingest.document_chunks"), id=doc_id)
-        texts = [s["text"] for r in rows for s in r["subs"] if s["id"] is not None]
-        analyses = analyse_texts(texts)
+        chunks = [(r["text"], [s["text"] for s in r["subs"] if s["id"] is not None]) for r in rows]
+        # as they were analysed: a chunk written before sub-chunks were cut from its parse has them parsed alone
+        _, analyses, _ = analyse_chunks(chunks, [bool(r["subs_cut"]) for r in rows])
         sents = [s.text for a in analyses for s in a.sentences]
         vecs = self.embedder.embed(sents)
         contrib, i = Contribution(), 0
@@ -259,20 +260,23 @@ class Ingestor:
         batch = _Batch(docs, todo, report)
         if not todo:
             return batch
-        subtexts: list[str] = []
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
                 pieces = self._pieces(p.doc)
                 where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
-                subtexts += chunk_rows(p, pieces, where, self.options)
+                chunk_rows(p, pieces, where, self.options)
                 advance(1)
-        with st.stage("spacy", len(subtexts)) as advance:
-            parses = parse_texts(subtexts, advance)
-        batch.analyses = [analyse(d) for d in parses]
-        # a chunk that is one sub-chunk was just parsed: its extraction reads that parse
-        subs = (s for p in todo for s in p.subchunks)
-        whole = {s["text"]: d for s, d in zip(subs, parses, strict=True) if s["whole"]}
-        self._extract(todo, st, core, whole)
+        chunks = [c for p in todo for c in p.chunks]
+        subs: dict[str, list[str]] = defaultdict(list)
+        for p in todo:
+            for s in p.subchunks:
+                subs[s["chunk"]].append(s["text"])
+        with st.stage("spacy", len({c["text"] for c in chunks})) as advance:
+            parsed, batch.analyses, cut = analyse_chunks([(c["text"], subs[c["id"]]) for c in chunks], None, advance)
+        for c, was_cut in zip(chunks, cut, strict=True):
+            c["subs_cut"] = was_cut
+        # every chunk was just parsed: its extraction reads that parse
+        self._extract(todo, st, core, parsed)
         for p in todo:
             extraction_rows(p)
         return batch
@@ -408,6 +412,29 @@ class Ingestor:
         report.keyword_terms, report.keywords = keywords, len(keywords)
         report.entities_new = len(new_entities)
         return report
+
+
+def analyse_chunks(
+    chunks: Sequence[tuple[str, Sequence[str]]],
+    cut_from_chunk: Sequence[bool] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[dict[str, Doc], list[Analysis], list[bool]]:
+    """spaCy's pass over chunks given as (text, sub-chunk texts): each chunk parsed once, its
+    sub-chunks' parses cut from that parse (:func:`graphstrata.text.nlp.cut`) and analysed.
+
+    ``cut_from_chunk``: per chunk, whether to cut (default: all); a chunk not cut, or whose sub-chunks
+    do not make up its text, has them parsed on their own. Returns (chunk text -> its parse; one
+    analysis per sub-chunk, in order; per chunk whether its sub-chunks were cut from it)."""
+    want = [True] * len(chunks) if cut_from_chunk is None else list(cut_from_chunk)
+    whole = list(dict.fromkeys(text for (text, _), w in zip(chunks, want, strict=True) if w))
+    parsed = dict(zip(whole, parse_texts(whole, progress) if whole else [], strict=True))
+    pieces = [cut(parsed[text], subs) if w else None for (text, subs), w in zip(chunks, want, strict=True)]
+    rest = [s for (_, subs), got in zip(chunks, pieces, strict=True) if got is None for s in subs]
+    alone = iter(parse_texts(rest) if rest else [])
+    analyses = []
+    for (_, subs), got in zip(chunks, pieces, strict=True):
+        analyses += [analyse(d) for d in (got if got is not None else [next(alone) for _ in subs])]
+    return parsed, analyses, [got is not None for got in pieces]
 
 
 def _batches(docs: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:

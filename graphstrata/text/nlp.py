@@ -2,10 +2,11 @@
 per sub-chunk sentences, entities (E2GraphRAG §3.1: named entities and common nouns),
 sentence-level entity co-occurrence, and KET-RAG §5.1 keywords (non-stop words).
 
-Sub-chunks partition their chunk, so spaCy reads each token once and the chunk-level view
-(mentions, co-occurrence) is the sum of its sub-chunks'. The analysis is a pure function of the
-text: ingest adds its counts to the graph, and deleting a document subtracts the counts of the
-same analysis of its stored text.
+Sub-chunks partition their chunk, and their parses are cut from the chunk's (:func:`cut`), so
+spaCy reads each token once and the chunk-level view (mentions, co-occurrence) is the sum of its
+sub-chunks'. The analysis is a pure function of the chunk's text and its sub-chunks' texts: ingest
+adds its counts to the graph, and deleting a document subtracts the counts of the same analysis of
+its stored texts.
 """
 
 from __future__ import annotations
@@ -141,6 +142,30 @@ def parse_texts(texts: Sequence[str], progress: Callable[[int], None] | None = N
             out.append(doc)
             if progress:
                 progress(1)
+    return out
+
+
+def cut(doc: Doc, pieces: Sequence[str]) -> list[Doc] | None:
+    """The parses of `pieces`, consecutive parts of the parsed text of `doc`, cut out of `doc`: each
+    token goes to the piece its first character is in. None when the pieces do not make up the text.
+
+    Ingest cuts a chunk's sub-chunks out of the chunk's parse: spaCy then tags and recognises them
+    with the context around their edges (a name across an edge is not broken in two), and the chunk
+    is parsed once, where parsing every sub-chunk on its own cost as much again.
+    """
+    if "".join(pieces) != doc.text:
+        return None
+    if len(pieces) == 1:
+        return [doc]
+    out: list[Doc] = []
+    end = token = 0
+    for piece in pieces:
+        end += len(piece)
+        first = token
+        # an entity across the edge stays whole, in the piece it starts in
+        while token < len(doc) and (doc[token].idx < end or doc[token].ent_iob_ == "I"):
+            token += 1
+        out.append(doc[first:token].as_doc())
     return out
 
 
