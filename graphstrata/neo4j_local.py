@@ -131,6 +131,16 @@ class Instance:
     def is_running(self) -> bool:
         return self.pid() is not None
 
+    def exiting(self) -> int | None:
+        """PID of this instance's last server while it is still exiting: killed, its command line
+        already gone (so :meth:`pid` no longer sees it), its ports not yet released."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        return pid if not cmdline and _alive(pid) else None
+
     def write_conf(self, dist: Distribution) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         conf = {
@@ -211,6 +221,10 @@ class Instance:
         self._check_owner()
         if self.is_running():
             return False
+        # a server killed a moment ago (a crash, `kill -9`) holds its ports until its exit completes
+        gone = time.monotonic() + 60
+        while self.exiting() is not None and time.monotonic() < gone:
+            time.sleep(0.05)
         for port in (self.bolt_port, self.http_port):
             if _port_answers(port):
                 raise LauncherError(

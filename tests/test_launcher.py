@@ -122,6 +122,23 @@ def test_failed_start_exits_with_the_log_tail(local: Instance, tmp_path: Path) -
     assert not bad.is_running()
 
 
+def test_a_killed_server_still_exiting_is_waited_for(tmp_path: Path) -> None:
+    """After `kill -9` the server's /proc entry outlives its command line while its ports are being
+    released: `pid` no longer sees it, `exiting` does (and `start` waits for it before it checks the
+    ports). Kernel threads have no command line either: kthreadd (pid 2) stands in for it."""
+    inst = Instance("pytest-exiting", tmp_path / "exiting", 17907, 17908, "512m", "64m")
+    inst.pid_file.parent.mkdir(parents=True)
+    assert inst.exiting() is None  # no pid file
+    if Path("/proc/2/cmdline").exists() and not Path("/proc/2/cmdline").read_bytes():
+        inst.pid_file.write_text("2")
+        assert inst.exiting() == 2 and inst.pid() is None
+    inst.pid_file.write_text(str(os.getpid()))  # a live process with a command line: not exiting
+    assert inst.exiting() is None
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    inst.pid_file.write_text(done.stdout.strip())  # a process that is gone
+    assert inst.exiting() is None
+
+
 @pytest.mark.slow
 def test_fresh_instance_start_stop_cycle(local: Instance, tmp_path: Path) -> None:
     """A brand-new instance: password generated, server up, status right, clean stop, restart keeps data."""
