@@ -272,8 +272,10 @@ class Ingestor:
             for s in p.subchunks:
                 subs[s["chunk"]].append(s["text"])
         with st.stage("spacy", len({c["text"] for c in chunks})) as advance:
-            parsed, batch.analyses, cut = analyse_chunks([(c["text"], subs[c["id"]]) for c in chunks], None, advance)
-        for c, was_cut in zip(chunks, cut, strict=True):
+            parsed, batch.analyses, subs_cut = analyse_chunks(
+                [(c["text"], subs[c["id"]]) for c in chunks], None, advance
+            )
+        for c, was_cut in zip(chunks, subs_cut, strict=True):
             c["subs_cut"] = was_cut
         # every chunk was just parsed: its extraction reads that parse
         self._extract(todo, st, core, parsed)

@@ -169,13 +169,6 @@ def cut(doc: Doc, pieces: Sequence[str]) -> list[Doc] | None:
     return out
 
 
-def analyse_texts(
-    texts: Sequence[str], progress: Callable[[int], None] | None = None, batch_size: int = 64
-) -> list[Analysis]:
-    """:func:`analyse` of many texts."""
-    return [analyse(d) for d in parse_texts(texts, progress, batch_size)]
-
-
 def query_entities(text: str) -> list[str]:
     """Normalised entities of a question, found exactly as at ingest (E2GraphRAG §3.2)."""
     return list(analyse(query_doc(text)).mentions)
