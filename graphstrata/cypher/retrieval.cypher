@@ -3,24 +3,32 @@
 // name: vector_chunks
 // Vector top-k over chunks (the `vector` baseline; Text-RAG in the papers), from $candidates.
 // Every index lookup skips rows without an id: a node that a concurrent commit is deleting can
-// surface from an index with its properties already gone (Neo4j is read-committed).
+// surface from an index with its properties already gone (Neo4j is read-committed). For the same
+// reason each property is read once, into a variable, and the row kept only when all are there: a
+// delete that commits between two reads of a node leaves the later reads null.
 CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
 WHERE node.id IS NOT NULL
 WITH node, score ORDER BY score DESC LIMIT $k
-RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
+WITH node.id AS id, node.text AS text, node.doc_title AS title, score
+WHERE id IS NOT NULL AND text IS NOT NULL AND title IS NOT NULL
+RETURN id, text, title, score;
 
 // name: chunks_by_id
-// The text of chunks a method ranked in memory (a chunk a concurrent delete took away is absent).
+// The text of chunks a method ranked in memory (a chunk a concurrent delete took away is absent;
+// its properties read once, as in vector_chunks).
 UNWIND $ids AS id
 MATCH (c:Chunk {id: id})
-WHERE c.text IS NOT NULL
-RETURN c.id AS id, coalesce(c.doc_title, '') AS title, c.text AS text;
+WITH id, c.text AS text, coalesce(c.doc_title, '') AS title
+WHERE text IS NOT NULL
+RETURN id, title, text;
 
 // name: fulltext_chunks
-// Lucene full-text over chunk text and document title (the `fulltext` baseline).
+// Lucene full-text over chunk text and document title (the `fulltext` baseline); properties read
+// once, as in vector_chunks.
 CALL db.index.fulltext.queryNodes('chunk_text_fulltext', $terms, {limit: $k}) YIELD node, score
-WHERE node.id IS NOT NULL
-RETURN node.id AS id, node.text AS text, node.doc_title AS title, score;
+WITH node.id AS id, node.text AS text, node.doc_title AS title, score
+WHERE id IS NOT NULL AND text IS NOT NULL AND title IS NOT NULL
+RETURN id, text, title, score;
 
 // name: link_entities
 // Query linking (retrieval/linking.py), one round trip. Like every traversal of the retrieval
