@@ -119,14 +119,21 @@ class Instance:
                     raise LauncherError(f"{path} belongs to another user; refusing to touch it")
                 break
 
-    def pid(self) -> int | None:
-        """PID of this instance's server if it is running (checked against the process's command line)."""
+    def _recorded(self) -> tuple[int, bytes] | None:
+        """The process the pid file names and its command line, if that process still exists."""
         try:
             pid = int(self.pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            return pid, Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return None
-        return pid if f"--home-dir={self.root}" in cmdline else None
+
+    def pid(self) -> int | None:
+        """PID of this instance's server if it is running (checked against the process's command line)."""
+        recorded = self._recorded()
+        if recorded is None:
+            return None
+        pid, cmdline = recorded
+        return pid if f"--home-dir={self.root}" in cmdline.replace(b"\0", b" ").decode(errors="replace") else None
 
     def is_running(self) -> bool:
         return self.pid() is not None
@@ -134,11 +141,10 @@ class Instance:
     def exiting(self) -> int | None:
         """PID of this instance's last server while it is still exiting: killed, its command line
         already gone (so :meth:`pid` no longer sees it), its ports not yet released."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError):
+        recorded = self._recorded()
+        if recorded is None:
             return None
+        pid, cmdline = recorded
         return pid if not cmdline and _alive(pid) else None
 
     def write_conf(self, dist: Distribution) -> None:

@@ -21,8 +21,12 @@ from graphstrata.text.names import entity_id, hid, keyword_id, normalize_name, t
 from graphstrata.text.nlp import EXTRACTIVE, Analysis
 
 
-def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: IngestOptions) -> None:
-    """Fill ``p.chunks`` and ``p.subchunks`` (KET-RAG's m halvings)."""
+def chunk_rows(
+    p: PreparedDoc, pieces: list[Piece], where: list[dict], options: IngestOptions
+) -> list[tuple[str, list[str]]]:
+    """Fill ``p.chunks`` and ``p.subchunks`` (KET-RAG's m halvings); return each chunk's text with its
+    sub-chunks' texts, in order."""
+    texts: list[tuple[str, list[str]]] = []
     for ordinal, piece in enumerate(pieces):
         cid = hid("chunk", p.doc.id, ordinal, piece.text)
         p.chunks.append(
@@ -37,6 +41,7 @@ def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: 
             }
         )
         subs = split_subchunks(piece.text, options.splits, options.min_subchunk_tokens)
+        texts.append((piece.text, [s.text for s in subs]))
         for j, s in enumerate(subs):
             p.subchunks.append(
                 {
@@ -48,6 +53,7 @@ def chunk_rows(p: PreparedDoc, pieces: list[Piece], where: list[dict], options: 
                     "whole": len(subs) == 1,
                 }
             )
+    return texts
 
 
 def embedding_inputs(todo: list[PreparedDoc], analyses: list[Analysis]) -> list[list[str]]:

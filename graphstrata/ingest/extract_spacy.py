@@ -180,9 +180,9 @@ def extract_many_with_spacy(
 ) -> list[ChunkExtraction]:
     """:func:`extract_with_spacy` of many chunks through one ``nlp.pipe`` (batched: faster at ingest).
 
-    ``parsed``: texts already through the same pipeline (ingest's analysis of a chunk that is one
-    sub-chunk), read instead of parsed again; spaCy's output for a text does not depend on the batch
-    it was parsed in, so the extraction is the same."""
+    ``parsed``: texts already through the same pipeline (ingest's parse of every chunk, which its
+    sub-chunks' analyses are cut from), read instead of parsed again; spaCy's output for a text does
+    not depend on the batch it was parsed in, so the extraction is the same."""
     parsed = parsed or {}
     out: dict[int, ChunkExtraction] = {}
     todo = []

@@ -260,22 +260,16 @@ class Ingestor:
         batch = _Batch(docs, todo, report)
         if not todo:
             return batch
+        texts: list[tuple[str, list[str]]] = []
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
                 pieces = self._pieces(p.doc)
                 where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
-                chunk_rows(p, pieces, where, self.options)
+                texts += chunk_rows(p, pieces, where, self.options)
                 advance(1)
-        chunks = [c for p in todo for c in p.chunks]
-        subs: dict[str, list[str]] = defaultdict(list)
-        for p in todo:
-            for s in p.subchunks:
-                subs[s["chunk"]].append(s["text"])
-        with st.stage("spacy", len({c["text"] for c in chunks})) as advance:
-            parsed, batch.analyses, subs_cut = analyse_chunks(
-                [(c["text"], subs[c["id"]]) for c in chunks], None, advance
-            )
-        for c, was_cut in zip(chunks, subs_cut, strict=True):
+        with st.stage("spacy", len({text for text, _ in texts})) as advance:
+            parsed, batch.analyses, subs_cut = analyse_chunks(texts, None, advance)
+        for c, was_cut in zip((c for p in todo for c in p.chunks), subs_cut, strict=True):
             c["subs_cut"] = was_cut
         # every chunk was just parsed: its extraction reads that parse
         self._extract(todo, st, core, parsed)

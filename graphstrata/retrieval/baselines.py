@@ -51,7 +51,8 @@ def lucene_terms(text: str) -> str:
 
 
 def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
-    # a chunk a concurrent replace/delete is taking apart can surface without its text or title: skip it
+    # rows of retrieval.vector_chunks / fulltext_chunks: a chunk a concurrent replace/delete is taking
+    # apart is already left out there (its text or title read as null)
     return [
         ContextItem(
             node_id=r["id"],
@@ -63,7 +64,6 @@ def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
             doc_titles=[r["title"]] if r["title"] else [],
         )
         for r in rows
-        if r["text"] is not None and r["title"] is not None
     ]
 
 
