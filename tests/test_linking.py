@@ -127,7 +127,7 @@ def test_synonym_stage_links_the_qualified_title(kg: GraphStrata) -> None:
 
 
 def test_linking_exact_words_synonyms_and_specificity(kg: GraphStrata) -> None:
-    got = linking.link_entities(kg.db, ["Maximum Overdrive", "King", "Atlantis"])
+    got = linking.link_entities(kg.db, ["Maximum Overdrive", "King", "Atlantis"]).entities
     by = {(e.query_name, e.name): e for e in got}
     assert by[("Maximum Overdrive", "Maximum Overdrive")].via == "exact"
     assert by[("Maximum Overdrive", "Maximum Overdrive (film)")].via == "synonym"  # through SYNONYM
@@ -137,6 +137,31 @@ def test_linking_exact_words_synonyms_and_specificity(kg: GraphStrata) -> None:
     for e in got:
         n = kg.db.read_one("MATCH (c:Chunk)-[:MENTIONS]->(:Entity {id: $id}) RETURN count(c) AS n", id=e.id)["n"]
         assert e.chunks == n and e.specificity == pytest.approx(1 / n)
+
+
+def test_accurate_search_matches_overview_titles_in_the_linking_round_trip(
+    kg: GraphStrata, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    titles = [f"Stephen King adaptation {i}" for i in range(6)] + ["Leland history", "Unrelated matters"]
+    kg.db.write(
+        "UNWIND range(0, size($titles) - 1) AS i CREATE (:Overview {id: 'o' + i, title: $titles[i]})", titles=titles
+    )
+    by_id = {f"o{i}": t for i, t in enumerate(titles)}
+    reads: list[str] = []
+    read = Database.read_plain
+    monkeypatch.setattr(Database, "read_plain", lambda self, q, **kw: reads.append(q) or read(self, q, **kw))
+
+    got = linking.link_entities(kg.db, ["Stephen King", "Leland"])
+    assert len(reads) == 1  # entities and overview titles in one round trip
+    assert {e.name for e in got.entities} >= {"Stephen King", "Leland"}
+    hits = [by_id[o["id"]] for o in got.overviews]
+    # seven titles hold one of the names as a phrase; the best OVERVIEW_K of them are kept
+    assert len(hits) == linking.OVERVIEW_K == 5
+    assert all("Stephen King" in h or "Leland" in h for h in hits)
+    assert all(o["via"] == "exact" and o["label"] == "Overview" and o["score"] > 0 for o in got.overviews)
+    assert [by_id[o["id"]] for o in linking.link_entities(kg.db, ["Leland"]).overviews] == ["Leland history"]
+    assert len(linking.link_entities(kg.db, ["Atlantis"]).overviews) == 0
+    assert linking.link_entities(kg.db, ['Lel"and \\ "']).overviews == []  # quotes and escapes are only text
 
 
 def test_offline_query_entities_are_names_not_nouns() -> None:

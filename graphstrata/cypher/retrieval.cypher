@@ -31,34 +31,46 @@ WHERE id IS NOT NULL AND text IS NOT NULL AND title IS NOT NULL
 RETURN id, text, title, score;
 
 // name: link_entities
-// Query linking (retrieval/linking.py), one round trip. Like every traversal of the retrieval
-// queries it skips nodes without an id: a node a concurrent deletion is taking apart (a "ghost",
-// tests/test_every_method.py) can still be reached, its properties gone. For each query entity $names[i] ({name,
-// normalized, words}): the entity with that normalised name (score 1); if there is none, the best
-// $per_name entities whose names hold all its words (full-text `words`, score relative to the
-// best hit); then each linked entity's SYNONYM neighbours (entity resolution), scored by the link
-// score times the synonym score. `chunks`: how many chunks mention the entity (its specificity).
-UNWIND $names AS q
-CALL (q) {
-  MATCH (e:Entity {normalized: q.normalized})
-  RETURN e, 'exact' AS via, 1.0 AS score
-  UNION
-  WITH q WHERE q.words <> '' AND NOT EXISTS { MATCH (:Entity {normalized: q.normalized}) }
-  CALL db.index.fulltext.queryNodes('entity_name_fulltext', q.words, {limit: $per_name}) YIELD node, score
-  WHERE node.id IS NOT NULL
-  WITH collect({e: node, s: score}) AS hits
-  WITH hits, reduce(m = 0.0, h IN hits | CASE WHEN h.s > m THEN h.s ELSE m END) AS best
-  UNWIND hits AS h
-  RETURN h.e AS e, 'words' AS via, h.s / best AS score
+// Query linking and the accurate search (retrieval/linking.py), one round trip. Like every
+// traversal of the retrieval queries it skips nodes without an id: a node a concurrent deletion is
+// taking apart (a "ghost", tests/test_every_method.py) can still be reached, its properties gone.
+// `linked`, for each query entity $names[i] ({name, normalized, words}): the entity with that
+// normalised name (score 1); if there is none, the best $per_name entities whose names hold all its
+// words (full-text `words`, score relative to the best hit); then each linked entity's SYNONYM
+// neighbours (entity resolution), scored by the link score times the synonym score. `chunks`: how
+// many chunks mention the entity (its specificity). `overviews`: the $overview_k overview titles
+// (NodeRAG's O) best matching any of the names as a phrase ($terms; none when it is empty).
+CALL () {
+  UNWIND $names AS q
+  CALL (q) {
+    MATCH (e:Entity {normalized: q.normalized})
+    RETURN e, 'exact' AS via, 1.0 AS score
+    UNION
+    WITH q WHERE q.words <> '' AND NOT EXISTS { MATCH (:Entity {normalized: q.normalized}) }
+    CALL db.index.fulltext.queryNodes('entity_name_fulltext', q.words, {limit: $per_name}) YIELD node, score
+    WHERE node.id IS NOT NULL
+    WITH collect({e: node, s: score}) AS hits
+    WITH hits, reduce(m = 0.0, h IN hits | CASE WHEN h.s > m THEN h.s ELSE m END) AS best
+    UNWIND hits AS h
+    RETURN h.e AS e, 'words' AS via, h.s / best AS score
+  }
+  WITH q, e, via, score
+  CALL (e, via, score) {
+    RETURN e AS linked, via AS how, score AS s
+    UNION
+    MATCH (e)-[y:SYNONYM]-(o:Entity)
+    WHERE o.id IS NOT NULL
+    RETURN o AS linked, 'synonym' AS how, score * y.score AS s
+  }
+  WITH q, linked, linked.id AS id, linked.name AS name, how, s
+  WHERE id IS NOT NULL AND name IS NOT NULL
+  RETURN collect({id: id, name: name, query_name: q.name, via: how, score: s,
+                  chunks: COUNT { (:Chunk)-[:MENTIONS]->(linked) }}) AS linked
 }
-WITH q, e, via, score
-CALL (e, via, score) {
-  RETURN e AS linked, via AS how, score AS s
-  UNION
-  MATCH (e)-[y:SYNONYM]-(o:Entity)
-  WHERE o.id IS NOT NULL
-  RETURN o AS linked, 'synonym' AS how, score * y.score AS s
+CALL () {
+  WITH $terms AS terms WHERE terms <> ''
+  CALL db.index.fulltext.queryNodes('overview_title_fulltext', terms, {limit: $overview_k}) YIELD node, score
+  WITH node.id AS id, labels(node)[0] AS label, score WHERE id IS NOT NULL
+  RETURN collect({id: id, label: label, via: 'exact', score: score}) AS overviews
 }
-WITH q, linked, how, s WHERE linked.id IS NOT NULL AND linked.name IS NOT NULL
-RETURN linked.id AS id, linked.name AS name, q.name AS query_name, how AS via, s AS score,
-       COUNT { (:Chunk)-[:MENTIONS]->(linked) } AS chunks;
+RETURN linked, overviews;

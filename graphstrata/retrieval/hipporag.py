@@ -125,7 +125,7 @@ class HippoRAGRetriever(Retriever):
 
     def _link(self, question: str) -> tuple[list[str], str, list[LinkedEntity]]:
         names, source = question_entities(question, self.settings, self.llm)
-        return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS])
+        return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS]).entities
 
     def _retrieve(self, question: str, p: HippoRAGParams, t: Timer) -> Retrieved:
         # Query entities (spaCy or the LLM) and their linking run beside the embedding and the dense

@@ -10,6 +10,9 @@
    ``SYNONYM`` neighbours of those (entity resolution, augment stage ``entity_synonyms``).
 3. Node specificity (HippoRAG's s_i = 1/|P_i|): each linked entity carries ``1 / chunks mentioning
    it``, so a rare entity seeds more than one that every passage names.
+4. The same round trip matches the names on overview titles (NodeRAG's O, the accurate search's
+   other half): fused, HippoRAG and NodeRAG then share one read, and NodeRAG's accurate search is
+   one round trip after the parse, not two.
 
 References: HippoRAG 2 (arXiv:2502.14802) §3 (query-to-triple/entity linking, synonym edges, node
 specificity); NodeRAG (arXiv:2504.11544) §2.5 (accurate search of query entities on N).
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +48,10 @@ class QueryEntities(BaseModel):
     entities: list[str] = Field(default_factory=list, max_length=50)
 
 
+#: overview titles the accurate search keeps (best full-text matches of the query's names)
+OVERVIEW_K = 5
+
+
 class LinkedEntity(BaseModel):
     id: str
     name: str
@@ -56,6 +63,14 @@ class LinkedEntity(BaseModel):
     @property
     def specificity(self) -> float:
         return 1.0 / max(1, self.chunks)
+
+
+class Linked(NamedTuple):
+    """What the query's names match: KG entities (N), and overview titles (O) as rows ``{id, label,
+    via: 'exact', score}`` (NodeRAG's entry points; other methods ignore them)."""
+
+    entities: list[LinkedEntity]
+    overviews: list[dict]
 
 
 def spacy_query_entities(question: str) -> list[str]:
@@ -136,24 +151,32 @@ def _lucene_words(name: str) -> str:
     return " AND ".join(f'"{w}"' for w in words[:8])
 
 
-def link_entities(db: Database, names: list[str], per_name: int = 3) -> list[LinkedEntity]:
-    """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms. Methods
-    linking the same names at the same time (fusion's HippoRAG and NodeRAG) share one read."""
+def link_entities(db: Database, names: list[str], per_name: int = 3) -> Linked:
+    """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms, and the
+    overview titles that match them. Methods linking the same names at the same time (fusion's
+    HippoRAG and NodeRAG) share one read."""
     if not names:
-        return []
+        return Linked([], [])
     key = ("link_entities", id(db), tuple(names), per_name)
-    return list(single_flight(key, lambda: _link_entities(db, names, per_name)))
+    return single_flight(key, lambda: _link_entities(db, names, per_name))
 
 
-def _link_entities(db: Database, names: list[str], per_name: int) -> list[LinkedEntity]:
-    rows = db.read_plain(
+def _phrases(names: list[str]) -> str:
+    """Lucene: any of the names as a phrase (quotes and escapes in a name are only spaces)."""
+    return " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
+
+
+def _link_entities(db: Database, names: list[str], per_name: int) -> Linked:
+    (row,) = db.read_plain(
         query("retrieval.link_entities"),
         names=[{"name": n, "normalized": normalize_name(n), "words": _lucene_words(n)} for n in names],
         per_name=per_name,
+        terms=_phrases(names),
+        overview_k=OVERVIEW_K,
     )
     out: dict[str, LinkedEntity] = {}
-    for r in rows:
+    for r in row["linked"]:
         e = LinkedEntity(**r)
         if e.id not in out or out[e.id].score < e.score:
             out[e.id] = e
-    return sorted(out.values(), key=lambda e: (-e.score, e.name))
+    return Linked(sorted(out.values(), key=lambda e: (-e.score, e.name)), row["overviews"])

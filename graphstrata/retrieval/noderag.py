@@ -13,7 +13,7 @@ shallow personalized PageRank for cross nodes, then the filter to retrievable no
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -31,7 +31,7 @@ from graphstrata.retrieval.base import (
     register,
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
-from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
+from graphstrata.retrieval.linking import Linked, LinkedEntity, link_entities, question_entities
 from graphstrata.retrieval.shared import beside
 from graphstrata.walkgraph import WalkGraph, walk_graph
 
@@ -153,24 +153,21 @@ class NodeRAGRetriever(Retriever):
     summary = "NodeRAG: dual search (exact N/O, vector S/A/H/T) + shallow personalized PageRank on the heterograph."
     Params = NodeRAGParams
 
-    def _accurate(self, question: str, k: int) -> tuple[list[str], str, list[LinkedEntity], list[dict], Any]:
-        """Query entities, their links to N, the overview titles (O) that match them, and the graph's
-        version (which heterograph to walk)."""
+    def _accurate(self, question: str) -> tuple[list[str], str, Linked]:
+        """Query entities, their links to N and the overview titles (O) that match them: one round trip
+        after the parse (retrieval/linking.py)."""
         names, source = question_entities(question, self.settings, self.llm)
         names = names[:MAX_CLAUSE_WORDS]  # within Lucene's clause limit however long the question
-        linked = link_entities(self.db, names)
-        terms = " OR ".join('"' + n.replace('"', " ").replace("\\", " ") + '"' for n in names)
-        (row,) = self.db.read_plain(query("noderag.overview_search"), terms=terms, k=k)
-        return names, source, linked, row["overviews"], row["version"]
+        return names, source, link_entities(self.db, names)
 
     def _retrieve(self, question: str, p: NodeRAGParams, t: Timer) -> Retrieved:
         # The accurate search (query entities from spaCy or the LLM, linked to N, matched on O) runs
         # beside the similarity search (embedding, vector indexes): neither needs the other.
-        accurate = beside(self._accurate, question, p.entry_k)
+        accurate = beside(self._accurate, question)
         with t.stage("embed"):
             vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("similarity_search"):
-            rows = self.db.read_plain(
+            (row,) = self.db.read_plain(
                 query("noderag.similarity_search"),
                 indexes=list(VECTOR_INDEXES.values()),
                 k=p.entry_k,
@@ -180,8 +177,8 @@ class NodeRAGRetriever(Retriever):
                 vector=vector,
             )
         with t.stage("accurate_search"):
-            names, source, linked, exact_rows, version = accurate.result()
-        rows += exact_rows
+            names, source, (linked, exact_rows) = accurate.result()
+        rows, version = row["entries"] + exact_rows, row["version"]
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
         facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}
