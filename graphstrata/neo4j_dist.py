@@ -72,6 +72,9 @@ JVM_FLAGS = [
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--enable-native-access=ALL-UNNAMED",
+    # Lucene's vector indexes (HNSW inserts and searches) use SIMD only with the Vector API readable;
+    # without it Neo4j logs "Java vector incubator module is not readable" and falls back to scalar code
+    "--add-modules=jdk.incubator.vector",
 ]
 
 

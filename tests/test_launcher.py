@@ -149,6 +149,17 @@ def test_fresh_instance_start_stop_cycle(local: Instance, tmp_path: Path) -> Non
         assert password and len(password) >= 20
         with Database(inst.bolt_uri, ("neo4j", password)) as db:
             db.write("CREATE (:Probe {x: 1})")
+            # a vector index in use: Lucene says whether it may use the Vector API (SIMD) or falls back
+            db.write(
+                "CREATE VECTOR INDEX probe_vec FOR (p:Probe) ON (p.v) OPTIONS {indexConfig: {`vector.dimensions`: 4}}"
+            )
+            db.write("CALL db.awaitIndexes(60)")
+            db.write("MATCH (p:Probe) CALL db.create.setNodeVectorProperty(p, 'v', [1.0, 0.0, 0.5, 0.25])")
+            hits = db.read(
+                "CALL db.index.vector.queryNodes('probe_vec', 1, [1.0, 0.0, 0.5, 0.25]) YIELD score RETURN score"
+            )
+            assert [h["score"] for h in hits] == [pytest.approx(1.0, abs=1e-4)]
+        assert "vector incubator module is not readable" not in (inst.logs / "neo4j.log").read_text()
         assert inst.status()["answering"]
         assert inst.stop() is True
         assert not inst.is_running() and not inst.status()["answering"]
