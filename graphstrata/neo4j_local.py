@@ -21,7 +21,6 @@ from graphstrata.neo4j_dist import (  # noqa: F401  (public names of the launche
     APOC_VERSION,
     BROWSER_VERSION,
     GDS_VERSION,
-    JVM_FLAGS,
     MAIN_CLASS,
     NEO4J_VERSION,
     PROCEDURES_ALLOWLIST,
@@ -30,6 +29,7 @@ from graphstrata.neo4j_dist import (  # noqa: F401  (public names of the launche
     LauncherError,
     ensure_distribution,
     find_java,
+    jvm_flags,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -250,7 +250,7 @@ class Instance:
             str(java),
             f"-Xms{self.heap}",
             f"-Xmx{self.heap}",
-            *JVM_FLAGS,
+            *jvm_flags(java),
             "-cp",
             f"{dist.lib}/*:{dist.plugins}/*",
             MAIN_CLASS,

