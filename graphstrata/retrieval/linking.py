@@ -15,7 +15,7 @@
    one round trip after the parse, not two.
 
 References: HippoRAG 2 (arXiv:2502.14802) §3 (query-to-triple/entity linking, synonym edges, node
-specificity); NodeRAG (arXiv:2504.11544) §2.5 (accurate search of query entities on N).
+specificity); NodeRAG (arXiv:2504.11544) §2.5 (accurate search of the query entities on N and O).
 """
 
 from __future__ import annotations
