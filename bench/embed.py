@@ -1,11 +1,13 @@
-"""Embedding runtime benchmark: the numpy reference vs onnxruntime on the same texts, interleaved.
+"""Embedding runtime benchmark: the numpy reference vs onnxruntime (float32, and the int8 encoder of
+stored texts) on the same texts, interleaved.
 
     python bench/embed.py [--passages 200] [--rounds 3]   # writes bench/results/embed.{json,md}
 
 The texts are what an ingest of hotpotqa_dev100 embeds: each passage as a chunk ("title\\ntext"),
 its sentences, and its title as a name. Both runtimes embed the whole set in every round, in
 alternating order (the machine is shared: a load spike then hits both alike), with the vector
-cache off. Also reported: the smallest between the two runtimes' vectors.
+cache off. Also reported: the smallest (and mean) cosine between each runtime's vectors and the numpy
+reference's.
 """
 
 from __future__ import annotations
@@ -40,25 +42,29 @@ def main() -> dict:
     from graphstrata.embed import MiniLMEmbedder
 
     texts = texts_of(args.passages)
-    t = time.perf_counter()
-    ref = MiniLMEmbedder(runtime="numpy")
-    load_numpy = time.perf_counter() - t
-    t = time.perf_counter()
-    fast = MiniLMEmbedder(runtime="onnx")
-    load_onnx = time.perf_counter() - t
-    tokens = sum(len(e.ids) for e in fast.tokenizer.encode_batch(texts))
-    runs: dict[str, list[float]] = {"numpy": [], "onnx": []}
+    loaders = {
+        "numpy": lambda: MiniLMEmbedder(runtime="numpy"),
+        "onnx": lambda: MiniLMEmbedder(runtime="onnx"),
+        "onnx-int8": lambda: MiniLMEmbedder(runtime="onnx", precision="int8"),
+    }
+    models, load = {}, {}
+    for name, make in loaders.items():
+        t = time.perf_counter()
+        models[name] = make()
+        load[name] = time.perf_counter() - t
+    tokens = sum(len(e.ids) for e in models["onnx"].tokenizer.encode_batch(texts))
+    runs: dict[str, list[float]] = {k: [] for k in models}
     loads: list[float] = []
     vecs: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
-        for name in ("numpy", "onnx") if r % 2 == 0 else ("onnx", "numpy"):
-            emb = fast if name == "onnx" else ref
+        order = list(models) if r % 2 == 0 else list(reversed(models))
+        for name in order:
             loads.append(os.getloadavg()[0])
             t = time.perf_counter()
-            vecs[name] = emb.compute(texts)
+            vecs[name] = models[name].compute(texts)
             runs[name].append(time.perf_counter() - t)
             print(f"round {r + 1} {name}: {runs[name][-1]:.2f} s", flush=True)
-    cos = np.sum(vecs["numpy"] * vecs["onnx"], axis=1)
+    cos = {k: np.sum(vecs["numpy"] * v, axis=1) for k, v in vecs.items() if k != "numpy"}
     rate = {k: len(texts) / float(np.median(v)) for k, v in runs.items()}
     data = {
         "machine": machine(),
@@ -69,9 +75,13 @@ def main() -> dict:
         "seconds": {k: [round(x, 3) for x in v] for k, v in runs.items()},
         "texts_per_second_median": {k: round(v, 1) for k, v in rate.items()},
         "speedup_onnx_over_numpy": round(rate["onnx"] / rate["numpy"], 2),
-        "min_cosine_onnx_vs_numpy": float(cos.min()),
-        "load_seconds": {"numpy": round(load_numpy, 2), "onnx": round(load_onnx, 2)},
-        "onnx_threads": fast._encode.threads,
+        "speedup_int8_over_numpy": round(rate["onnx-int8"] / rate["numpy"], 2),
+        "speedup_int8_over_onnx": round(rate["onnx-int8"] / rate["onnx"], 2),
+        "min_cosine_onnx_vs_numpy": float(cos["onnx"].min()),
+        "min_cosine_int8_vs_numpy": float(cos["onnx-int8"].min()),
+        "mean_cosine_int8_vs_numpy": float(cos["onnx-int8"].mean()),
+        "load_seconds": {k: round(v, 2) for k, v in load.items()},
+        "onnx_threads": models["onnx"]._encode.threads,
         "load_average_during": [round(x, 2) for x in loads],
     }
     md = "\n".join(
@@ -81,15 +91,22 @@ def main() -> dict:
             f"{machine()['cpus']} CPUs, {machine()['when']}; {len(texts)} distinct texts ({tokens} tokens) "
             f"of {args.passages} hotpotqa_dev100 passages (chunks, sentences, titles), {args.rounds} interleaved "
             f"rounds, no vector cache. 1-min load average during the runs: "
-            f"{min(loads):.1f}–{max(loads):.1f} (the machine is shared).",
+            f"{min(loads):.1f}–{max(loads):.1f}.",
             "",
-            "| runtime | median s | texts/s | tokens/s |",
-            "|---|---|---|---|",
-            *(f"| {k} | {np.median(v):.2f} | {rate[k]:.1f} | {tokens / np.median(v):.0f} |" for k, v in runs.items()),
+            "| runtime | median s | texts/s | tokens/s | cosine to numpy (min / mean) |",
+            "|---|---|---|---|---|",
+            *(
+                f"| {k} | {np.median(v):.2f} | {rate[k]:.1f} | {tokens / np.median(v):.0f} | "
+                + (f"{cos[k].min():.7f} / {cos[k].mean():.7f}" if k in cos else "-")
+                + " |"
+                for k, v in runs.items()
+            ),
             "",
-            f"onnxruntime / numpy: **{data['speedup_onnx_over_numpy']}x** texts/s; "
-            f"smallest cosine between the two runtimes' vectors: {cos.min():.7f}. "
-            f"Model load: numpy {load_numpy:.2f} s, onnx {load_onnx:.2f} s (graph built from the safetensors).",
+            f"onnxruntime / numpy: **{data['speedup_onnx_over_numpy']}x** texts/s; the int8 encoder (one text "
+            f"per run, for stored texts) {data['speedup_int8_over_numpy']}x numpy's, "
+            f"{data['speedup_int8_over_onnx']}x float32 onnx's. Model load: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in load.items())
+            + " (the onnx graphs built from the safetensors, int8's quantised too).",
             "",
         ]
     )

@@ -13,11 +13,20 @@ torch is a multi-GB CUDA build):
 
 Both match sentence-transformers' pipeline: Transformer → mean pooling over real tokens → L2
 normalisation.
+
+Stored texts and questions. Questions, passages (chunks and sub-chunks) and entity names are always
+embedded in float32 (int8 passage vectors cost Recall@5: README, "Embeddings offline"). The finer texts a graph stores
+vectors of (sentences, semantic units, relations, summaries) are embedded at the graph's precision
+(``GRAPHSTRATA_EMBED_PRECISION`` when the graph is created, then recorded in it): ``int8`` runs
+onnxruntime's dynamically quantised encoder, one text per run (graphstrata/embed_onnx.py), about
+twice as fast per core; ``float32`` the same encoder as questions. :meth:`MiniLMEmbedder.documents`
+gives the embedder of a precision.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -30,6 +39,7 @@ from graphstrata.vector_cache import VectorCache
 
 LOCAL_PREFIX = "local:"
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+PRECISIONS = ("float32", "int8")
 
 Progress = Callable[[int], None]
 
@@ -41,9 +51,15 @@ class EmbeddingError(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    precision: str  # of this embedder's vectors: "float32" or "int8" (the encoder's weights)
+    default_precision: str  # of the stored texts of a graph created now
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised."""
+        ...
+
+    def documents(self, precision: str) -> Embedder:
+        """The embedder of a graph's stored texts, whose vectors were made at ``precision``."""
         ...
 
 
@@ -97,11 +113,25 @@ class MiniLMEmbedder:
         runtime: str = "onnx",
         cache_dir: Path | None = None,
         threads: int = 0,
+        precision: str = "float32",
+        default_precision: str = "float32",
     ) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
+        if precision not in PRECISIONS or default_precision not in PRECISIONS:
+            raise EmbeddingError(f"unknown embedding precision; have {', '.join(PRECISIONS)}")
+        if precision == "int8" and runtime != "onnx":
+            raise EmbeddingError(
+                "int8 vectors need the onnx runtime (onnxruntime); or set GRAPHSTRATA_EMBED_PRECISION=float32"
+            )
         path = path or model_dir()
+        self._args = {"path": path, "batch_size": batch_size, "token_budget": token_budget}
+        self._args |= {"cache_dir": cache_dir, "threads": threads}
+        self.precision = precision
+        self.default_precision = default_precision
+        self._siblings: dict[str, MiniLMEmbedder] = {precision: self}
+        self._siblings_lock = threading.Lock()
         cfg = json.loads((path / "config.json").read_text())
         self.heads = cfg["num_attention_heads"]
         self.layers = cfg["num_hidden_layers"]
@@ -109,9 +139,10 @@ class MiniLMEmbedder:
         self.dim = cfg["hidden_size"]
         self.max_len = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
         self.name = LOCAL_PREFIX + LOCAL_MODEL
-        self.batch_size = batch_size
+        # one text per run at int8: its activations' scale must not depend on other texts
+        self.batch_size = 1 if precision == "int8" else batch_size
         self.token_budget = token_budget
-        self.cache = VectorCache(cache_dir, self.name, self.dim)
+        self.cache = VectorCache(cache_dir, self.name + ("" if precision == "float32" else "@" + precision), self.dim)
         if runtime not in RUNTIMES:
             raise EmbeddingError(f"unknown embedding runtime {runtime!r}; have {', '.join(RUNTIMES)}")
         self.w = {k: v for k, v in load_file(str(path / "model.safetensors")).items() if v.dtype == np.float32}
@@ -122,7 +153,7 @@ class MiniLMEmbedder:
         if runtime == "onnx":
             from graphstrata.embed_onnx import OnnxEncoder
 
-            self._encode = OnnxEncoder(self.w, self.layers, self.heads, self.eps, threads)
+            self._encode = OnnxEncoder(self.w, self.layers, self.heads, self.eps, threads, int8=precision == "int8")
             self.w = {}  # the session holds its own copy
             return
         self._encode = self._hidden_numpy
@@ -186,9 +217,19 @@ class MiniLMEmbedder:
         same vectors (see :class:`graphstrata.embed_onnx.OnnxEncoder`)."""
         return self.cache.embed(texts, lambda todo, progress=None: self.compute(todo, progress, one_core=True))
 
+    def documents(self, precision: str) -> MiniLMEmbedder:
+        """The embedder of stored texts at ``precision`` (built once, then shared)."""
+        with self._siblings_lock:
+            if precision not in self._siblings:
+                self._siblings[precision] = MiniLMEmbedder(
+                    **self._args, runtime=self.runtime, precision=precision, default_precision=self.default_precision
+                )
+            return self._siblings[precision]
+
     def clear_cache(self) -> None:
         """Forget the in-process vectors (benchmarks that time query embedding)."""
-        self.cache.clear_memory()
+        for e in list(self._siblings.values()):
+            e.cache.clear_memory()
 
     def compute(self, texts: Sequence[str], progress: Progress | None = None, one_core: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -231,11 +272,15 @@ class OpenAIEmbedder:
         self.model = settings.embed_model
         self.name = settings.embed_model
         self.dim = settings.embed_dim
+        self.precision = self.default_precision = "float32"  # what the endpoint returns
         self.batch_size = settings.embed_batch_size
         self.cache = VectorCache(settings.cache_dir / "vectors" if settings.embed_cache else None, self.name, self.dim)
 
     def embed(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
         return self.cache.embed(texts, self.compute, progress)
+
+    def documents(self, precision: str) -> OpenAIEmbedder:
+        return self  # the endpoint's vectors, whatever the graph recorded
 
     def clear_cache(self) -> None:
         self.cache.clear_memory()
@@ -254,20 +299,24 @@ class OpenAIEmbedder:
 
 
 @lru_cache(maxsize=4)
-def _local(batch_size: int, runtime: str, cache_dir: Path | None) -> MiniLMEmbedder:
+def _local(batch_size: int, runtime: str, cache_dir: Path | None, default_precision: str) -> MiniLMEmbedder:
     if runtime == "onnx":
         from graphstrata.embed_onnx import available
 
         if not available():
             runtime = "numpy"  # a slower, equal result rather than no embeddings
-    return MiniLMEmbedder(batch_size=batch_size, runtime=runtime, cache_dir=cache_dir)
+    if runtime != "onnx":
+        default_precision = "float32"  # the int8 encoder is onnxruntime's
+    return MiniLMEmbedder(
+        batch_size=batch_size, runtime=runtime, cache_dir=cache_dir, default_precision=default_precision
+    )
 
 
 def get_embedder(settings: Settings | None = None) -> Embedder:
     settings = settings or get_settings()
     if settings.embed_model == LOCAL_PREFIX + LOCAL_MODEL:
         cache_dir = settings.cache_dir / "vectors" if settings.embed_cache else None
-        return _local(settings.embed_batch_size, settings.embed_runtime, cache_dir)
+        return _local(settings.embed_batch_size, settings.embed_runtime, cache_dir, settings.embed_precision)
     if settings.embed_model.startswith(LOCAL_PREFIX):
         raise EmbeddingError(
             f"unknown local embedding model {settings.embed_model!r}; have {LOCAL_PREFIX}{LOCAL_MODEL}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from graphstrata.cypher import load, query
 from graphstrata.db import Database
+from graphstrata.embed import Embedder
 
 # 2: E2GraphRAG's spaCy terms (named entities and common nouns) moved from Entity to their own
 #    Term layer (HAS_TERM, CO_OCCURS between terms); Entity holds the knowledge graph only.
@@ -43,16 +44,25 @@ def check_compatible(db: Database, embed_model: str, dim: int) -> None:
         )
 
 
-def apply_schema(db: Database, embed_model: str, dim: int, wait_seconds: int = 300) -> int:
+def apply_schema(
+    db: Database, embed_model: str, dim: int, wait_seconds: int = 300, precision: str | None = None
+) -> int:
     """Create constraints and indexes (no-op when present); returns the number of statements run.
     An index it adds marks the graph as changed (meta ``updated_at``), so that connections holding
-    its indexes (:func:`graph_indexes`) read them again."""
+    its indexes (:func:`graph_indexes`) read them again. ``precision``: of the stored texts' vectors
+    of a graph begun now (default: the configured one)."""
     check_compatible(db, embed_model, dim)
     before = _online_indexes(db)
     statements = load("schema")
     for stmt in statements.values():
         db.write(stmt, dim=dim)
-    db.write(query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION)
+    if precision is None:
+        from graphstrata.config import get_settings
+
+        precision = get_settings().embed_precision
+    db.write(
+        query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION, precision=precision
+    )
     db.write(query("meta.set_schema_version"), schema_version=SCHEMA_VERSION)
     db.write(query("meta.await_indexes"), seconds=wait_seconds)
     if _online_indexes(db) - before:
@@ -97,3 +107,17 @@ def graph_indexes(db: Database, version: Any = _UNKNOWN) -> GraphIndexes:
         # the version first: a change while the indexes are read makes the next check read again
         have = _INDEXES[db] = GraphIndexes(version, _online_indexes(db))
         return have
+
+
+def stored_precision(db: Database, default: str) -> str:
+    """The precision of the graph's stored-text vectors: as it records (a graph from before
+    precisions were recorded is float32), or ``default`` for a graph not begun."""
+    meta = db.read_one(query("meta.get_meta"))
+    if meta is None or meta["embed_model"] is None:
+        return default
+    return meta["embed_precision"] or "float32"
+
+
+def document_embedder(db: Database, embedder: Embedder) -> Embedder:
+    """The embedder of the graph's stored texts (:func:`stored_precision`)."""
+    return embedder.documents(stored_precision(db, embedder.default_precision))

@@ -633,7 +633,7 @@ def test_chunk_attribute_is_the_embedding_of_title_and_description(
     )
     described = [r for r in rows if r["doc"] in ("Curie", "Danube")]
     assert all(r["title"] and r["description"] and r["extractor"] == "llm" for r in described)
-    # independent reference: embed "title\ndescription" ourselves
+    # independent reference: embed "title\ndescription" ourselves (float32 at any precision: a passage's)
     expected = gs.embedder.embed([f"{r['title'].strip()}\n{r['description'].strip()}" for r in described])
     got = np.asarray([r["attribute"] for r in described])
     assert np.allclose(got, expected, atol=1e-6)

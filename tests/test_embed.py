@@ -13,7 +13,7 @@ import pytest
 from safetensors.numpy import load_file
 from scipy.special import erf
 
-from graphstrata.embed import RUNTIMES, MiniLMEmbedder, get_embedder, model_dir
+from graphstrata.embed import RUNTIMES, EmbeddingError, MiniLMEmbedder, get_embedder, model_dir
 from graphstrata.vector_cache import VectorCache
 
 
@@ -123,6 +123,81 @@ def test_padding_does_not_change_a_vector(runtime: MiniLMEmbedder) -> None:
         [short, "word " * 200, "A much longer sentence, padded against the short one in a batch."]
     )[0]
     np.testing.assert_allclose(alone, batched, atol=1e-5)
+
+
+# --- int8: the encoder of stored texts ------------------------------------------------------------
+
+PASSAGES = [
+    "Paris is the capital and most populous city of France.",
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris.",
+    "Photosynthesis converts light energy into chemical energy stored in glucose.",
+    "Chlorophyll absorbs mostly blue and red light and reflects green.",
+    "The 1998 FIFA World Cup final was played at the Stade de France.",
+    "Neo4j is a graph database; its Graph Data Science library runs PageRank and Leiden.",
+    "Mount Everest, on the border of Nepal and China, is Earth's highest mountain above sea level.",
+    "The Nile flows north through eleven countries into the Mediterranean Sea.",
+]
+QUESTIONS = [  # (question, the passage that answers it)
+    ("Which city is the capital of France?", 0),
+    ("What is the Eiffel Tower made of?", 1),
+    ("How do plants turn light into sugar?", 2),
+    ("Why are leaves green?", 3),
+    ("Where was the 1998 World Cup final held?", 4),
+    ("Which database runs graph algorithms like PageRank?", 5),
+    ("What is the tallest mountain in the world?", 6),
+    ("Into which sea does the Nile flow?", 7),
+]
+
+
+@pytest.fixture(scope="module")
+def int8() -> MiniLMEmbedder:
+    return MiniLMEmbedder(runtime="onnx", precision="int8")
+
+
+def test_int8_vectors_stay_close_to_the_float64_reference(int8: MiniLMEmbedder) -> None:
+    """Quantised weights and activations move a vector by a few thousandths of cosine, no more."""
+    texts = [*TEXTS, *PASSAGES, "Kur", "word " * 300]
+    got = int8.compute(texts)
+    cos = np.array([float(v @ reference_embedding(t)) for v, t in zip(got, texts, strict=True)])
+    assert cos.min() > 0.97 and cos.mean() > 0.99, cos
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_passages_answer_float32_questions_as_float32_passages_do(int8: MiniLMEmbedder) -> None:
+    """Stored int8 vectors against float32 questions: every question's best passage is the one the
+    float32 passages give, which is the passage that answers it."""
+    q = get_embedder().compute([t for t, _ in QUESTIONS])
+    for passages in (int8.compute(PASSAGES), get_embedder().compute(PASSAGES)):
+        assert list((q @ passages.T).argmax(1)) == [i for _, i in QUESTIONS]
+
+
+def test_int8_vector_is_a_function_of_the_text_alone(int8: MiniLMEmbedder) -> None:
+    """One scale per activation tensor would tie a text's vector to its batch-mates; run one text at a
+    time, the vector is the same bit for bit whatever is embedded with it, and on one thread or two."""
+    alone = int8.compute([PASSAGES[0]])[0]
+    for others in ([PASSAGES[0], "word " * 200], ["short", PASSAGES[0], *PASSAGES[3:]]):
+        got = int8.compute(others)
+        assert np.array_equal(got[others.index(PASSAGES[0])], alone)
+    two = MiniLMEmbedder(runtime="onnx", precision="int8", threads=2).compute([PASSAGES[0]])[0]
+    one = MiniLMEmbedder(runtime="onnx", precision="int8", threads=1).compute([PASSAGES[0]])[0]
+    assert np.array_equal(two, alone) and np.array_equal(one, alone)
+
+
+def test_documents_embedder_per_precision(tmp_path) -> None:
+    """``documents(p)``: float32 is the question embedder itself; int8 a sibling with a cache of its own
+    (its vectors never answer for float32's), built once; numpy has no int8."""
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path, default_precision="int8")
+    assert emb.documents("float32") is emb
+    low = emb.documents("int8")
+    assert low is emb.documents("int8") and low.precision == "int8" and low.default_precision == "int8"
+    text = ["The Nile flows north."]
+    v8, v32 = low.embed(text), emb.embed(text)
+    assert emb.cache.misses == 1 and low.cache.misses == 1  # neither answered from the other
+    assert not np.array_equal(v8, v32) and float(v8[0] @ v32[0]) > 0.98
+    with pytest.raises(EmbeddingError, match="onnx runtime"):
+        MiniLMEmbedder(runtime="numpy").documents("int8")
+    with pytest.raises(EmbeddingError, match="precision"):
+        MiniLMEmbedder(runtime="onnx", precision="int4")
 
 
 def test_semantics_and_shape() -> None:

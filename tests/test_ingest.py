@@ -19,6 +19,7 @@ from graphstrata.ingest import write
 from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.pipeline import IngestOptions
+from graphstrata.schema import document_embedder
 from graphstrata.text.names import entity_id
 from graphstrata.text.tokens import encoder
 
@@ -165,7 +166,7 @@ def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
     kw = db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.n_sentences AS n, k.embedding AS e")
     assert kw["n"] == 2
     sentences = ["Marie Curie moved to Paris in 1891.", PIERRE]
-    expected = gs.embedder.embed(sentences).sum(0)
+    expected = document_embedder(db, gs.embedder).embed(sentences).sum(0)
     got = np.asarray(kw["e"])
     assert float(got @ expected / np.linalg.norm(got) / np.linalg.norm(expected)) > 0.9999
     assert db.read_one("MATCH (k:Keyword {term: 'the'}) RETURN k") is None  # stop word
@@ -181,6 +182,48 @@ def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
         v=gs.embedder.embed(["Where was Marie Curie born?"])[0].tolist(),
     )
     assert hit == {"t": "curie"}
+
+
+@pytest.mark.parametrize("recorded", ["int8", "float32", None])
+def test_sentences_take_the_graph_precision_passages_and_names_stay_float32(
+    gs: GraphStrata, recorded: str | None
+) -> None:
+    """A graph's sentence-level texts (here a semantic unit) are embedded at the precision it records
+    (None: a graph from before precisions were recorded, float32); passages and entity names, which
+    questions are compared with, always in float32."""
+    from graphstrata.embed import MiniLMEmbedder
+
+    gs.db.write("MATCH (m:GraphStrata {id: 'meta'}) SET m.embed_precision = $p", p=recorded)
+    gs.ingest_texts([("curie", CURIE)], OPTS)
+
+    def stored(q: str) -> np.ndarray:
+        return np.asarray(gs.db.read_one(q)["e"], np.float32)
+
+    unit = stored("MATCH (u:SemanticUnit {text: 'Marie Curie was born in Warsaw.'}) RETURN u.embedding AS e")
+    chunk = stored("MATCH (c:Chunk) RETURN c.embedding AS e")
+    name = stored("MATCH (e:Entity {normalized: 'warsaw'}) RETURN e.embedding AS e")
+    reference = {p: MiniLMEmbedder(precision=p) for p in ("float32", "int8")}  # no cache: computed here
+    want, other = recorded or "float32", "float32" if recorded == "int8" else "int8"
+    for vector, text, precision, not_precision in (
+        (unit, "Marie Curie was born in Warsaw.", want, other),
+        (chunk, f"curie\n{CURIE}", "float32", "int8"),
+        (name, "Warsaw", "float32", "int8"),
+    ):
+        np.testing.assert_allclose(vector, reference[precision].compute([text])[0], atol=1e-5)
+        assert np.abs(vector - reference[not_precision].compute([text])[0]).max() > 1e-3  # told apart
+    meta = gs.db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.embed_precision AS p")
+    assert meta["p"] == recorded  # kept: a graph's vectors do not change precision under it
+
+
+def test_a_new_graph_records_the_configured_precision(empty_db: Database, neo4j_settings) -> None:
+    for precision in ("float32", "int8"):
+        from tests.conftest import wipe
+
+        wipe(empty_db)
+        settings = neo4j_settings.model_copy(update={"embed_precision": precision})
+        with GraphStrata(settings, db=empty_db) as g:
+            g.ingest_texts([("pierre", PIERRE)], OPTS)
+        assert empty_db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.embed_precision AS p") == {"p": precision}
 
 
 NOUNS = (

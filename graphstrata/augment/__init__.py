@@ -31,8 +31,13 @@ class AugmentContext:
     params: AugmentParams | dict[str, Any] = field(default_factory=AugmentParams)
     on_progress: Callable[[str, int, int], None] | None = None  # on_progress(step, done, total)
     tracker: Tracker = field(init=False)
+    texts: Embedder = field(init=False)  # the embedder of the graph's sentence-level texts (its precision)
 
     def __post_init__(self) -> None:
+        from graphstrata.schema import document_embedder
+
+        # summaries and descriptions at the graph's precision; ``embedder`` (float32) for passages' attributes
+        self.texts = document_embedder(self.db, self.embedder)
         if isinstance(self.params, dict):
             self.params = AugmentParams.model_validate(self.params)
         self.tracker = Tracker(self.progress, self.on_progress)
@@ -52,19 +57,20 @@ def refresh_text_vectors(
     write: str,
     clear: str,
     label: str,
+    embedder: Embedder | None = None,
 ) -> tuple[int, int]:
     """Keep a vector per node in step with a text derived from it: ``texts`` holds (node id, its text
     now or None, the key of the text its vector was last computed from). Embeds the nodes whose key
     differs from ``hid(kind, text)`` and writes them with ``write`` (rows: id, embedding, key); clears
     with ``clear`` (ids) the vectors of nodes that no longer have a text; ``label`` names the progress
-    bar. Returns (embedded, cleared)."""
+    bar; ``embedder`` defaults to the graph's text embedder. Returns (embedded, cleared)."""
     from graphstrata.cypher import query
     from graphstrata.text.names import hid
 
     todo = [(i, text, hid(kind, text)) for i, text, key in texts if text is not None and key != hid(kind, text)]
     stale = [i for i, text, key in texts if text is None and key is not None]
     with ctx.tracker.stage(label, len(todo)) as advance:
-        vectors = ctx.embedder.embed([t for _, t, _ in todo], advance) if todo else []
+        vectors = (embedder or ctx.texts).embed([t for _, t, _ in todo], advance) if todo else []
     rows = [{"id": i, "embedding": v.tolist(), "key": k} for (i, _, k), v in zip(todo, vectors, strict=True)]
     ctx.db.write_batches(query(write), rows, batch_size=500)
     if stale:

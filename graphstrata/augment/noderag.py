@@ -145,13 +145,13 @@ def _summaries(ctx: AugmentContext, groups: list[list[dict]], prompts: list[str]
     Vectors come from the stored embeddings; the few items without one are embedded together, in
     one call for all the groups rather than one per group."""
     missing = list(dict.fromkeys(i["text"] for g in groups for i in g if i["text"] and not i.get("embedding")))
-    fresh = dict(zip(missing, ctx.embedder.embed(missing), strict=True)) if missing else {}
+    fresh = dict(zip(missing, ctx.texts.embed(missing), strict=True)) if missing else {}
 
     def one(k: int) -> tuple[str, str]:
         vec_of = {i["text"]: i.get("embedding") or fresh[i["text"]] for i in groups[k] if i["text"]}
         texts = list(vec_of)
         vectors = np.array([vec_of[t] for t in texts], dtype=np.float32) if texts else None
-        return summarize(texts, ctx.embedder, ctx.llm, prompts[k], step, vectors=vectors)
+        return summarize(texts, ctx.texts, ctx.llm, prompts[k], step, vectors=vectors)
 
     with ctx.tracker.stage(f"{step} summaries", len(groups)) as advance:
         if ctx.llm is None:
@@ -165,7 +165,7 @@ def _summaries(ctx: AugmentContext, groups: list[list[dict]], prompts: list[str]
 
 def _embed_rows(ctx: AugmentContext, rows: list[dict], step: str) -> None:
     with ctx.tracker.stage(step, len(rows)) as advance:
-        vecs = ctx.embedder.embed([r["text"] for r in rows], advance)
+        vecs = ctx.texts.embed([r["text"] for r in rows], advance)
     for r, v in zip(rows, vecs, strict=True):
         r["embedding"] = v.tolist()
 

@@ -17,7 +17,7 @@ Summaries. With an LLM (``ctx.llm``), the authors' minimal prompt (task instruct
 few-shot examples; "about 1000 tokens") through ``ctx.llm.chat(stage="summary")``; the client's
 cache makes a re-run free. Without one (no-LLM mode), an **extractive** summary: the group's text
 (adjacent chunks joined with their token overlap removed) is split into sentences (spaCy's rule
-sentencizer), each sentence is embedded with ``ctx.embedder``, and the sentences closest to the
+sentencizer), each sentence is embedded with ``ctx.texts`` (the graph's precision), and the sentences closest to the
 group's mean sentence vector (embedding centrality: cosine to the centroid) are kept, best first,
 while they fit ``summary_tokens`` (cl100k), then printed in document order. Higher levels do the
 same over their children's sentences, so a summary is always a subset of its children's text.
@@ -329,14 +329,14 @@ def _summarise(
             todo = sorted({s for ss in per_job for s in ss if s not in sent_vecs})
             if todo:
                 with ctx.tracker.stage(f"sentences level {level}", len(todo)) as advance:
-                    for s, v in zip(todo, ctx.embedder.embed(todo, advance), strict=True):
+                    for s, v in zip(todo, ctx.texts.embed(todo, advance), strict=True):
                         sent_vecs[s] = v
             for (_, n, _), ss in zip(jobs, per_job, strict=True):
-                vecs = np.stack([sent_vecs[s] for s in ss]) if ss else np.zeros((0, ctx.embedder.dim))
+                vecs = np.stack([sent_vecs[s] for s in ss]) if ss else np.zeros((0, ctx.texts.dim))
                 n.text = extractive_summary(ss, vecs, max_tokens)
         done = [(p, n) for p, n, _ in jobs if p.doc_id not in failed]
         with ctx.tracker.stage(f"summary vectors level {level}", len(done)) as advance:
-            vecs = ctx.embedder.embed([f"{p.title}\n{n.text}" for p, n in done], advance) if done else []
+            vecs = ctx.texts.embed([f"{p.title}\n{n.text}" for p, n in done], advance) if done else []
         for (p, n), v in zip(done, vecs, strict=True):
             texts[n.id] = n.text or ""
             rows[p.doc_id].append(

@@ -22,16 +22,17 @@ def init() -> None:
     """Create the constraints and vector/full-text indexes of the graph model (idempotent)."""
     from graphstrata.db import ConnectionError_, Database
     from graphstrata.embed import get_embedder
-    from graphstrata.schema import SchemaError, apply_schema
+    from graphstrata.schema import SchemaError, apply_schema, stored_precision
 
     settings = get_settings()
     try:
         embedder = get_embedder(settings)
         with Database.from_settings(settings) as db:
-            n = apply_schema(db, embedder.name, embedder.dim)
+            n = apply_schema(db, embedder.name, embedder.dim, precision=embedder.default_precision)
+            stored = stored_precision(db, embedder.default_precision)
     except (ConnectionError_, SchemaError) as e:
         _fail(str(e))
-    console.print(f"schema applied ({n} statements, {embedder.name}, {embedder.dim} dims)")
+    console.print(f"schema applied ({n} statements, {embedder.name}, {embedder.dim} dims, stored texts in {stored})")
 
 
 @app.command("reset")

@@ -8,13 +8,14 @@ RETURN name, labelsOrTypes AS labels, options.indexConfig.`vector.dimensions` AS
 // name: get_meta
 MATCH (m:GraphStrata {id: 'meta'})
 RETURN m.embed_model AS embed_model, m.embed_dim AS embed_dim, m.updated_at AS updated_at,
-       m.schema_version AS schema_version;
+       m.schema_version AS schema_version, m.embed_precision AS embed_precision;
 
 // name: init_meta
-// Records which embedding model the graph's vectors come from (first writer wins).
+// Records which embedding model (and the precision of its encoder for stored texts) the graph's
+// vectors come from (first writer wins).
 MERGE (m:GraphStrata {id: 'meta'})
 ON CREATE SET m.embed_model = $embed_model, m.embed_dim = $dim, m.schema_version = $schema_version,
-              m.created_at = datetime(), m.updated_at = datetime()
+              m.embed_precision = $precision, m.created_at = datetime(), m.updated_at = datetime()
 RETURN m.embed_model AS embed_model, m.embed_dim AS embed_dim;
 
 // name: set_schema_version

@@ -53,7 +53,7 @@ from graphstrata.ingest.user_extractions import attach_user_extractions
 from graphstrata.ingest.write import GraphWriter
 from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
-from graphstrata.schema import apply_schema
+from graphstrata.schema import apply_schema, document_embedder
 from graphstrata.text.names import entity_id, normalize_name
 from graphstrata.text.nlp import Analysis, analyse, cut, parse_texts
 
@@ -90,7 +90,9 @@ class Ingestor:
         self.on_progress = on_progress  # optional on_progress(stage, done, total), called as work advances
         self.llm = llm
         self.writer = GraphWriter(db, self.options)
-        apply_schema(db, embedder.name, embedder.dim)
+        apply_schema(db, embedder.name, embedder.dim, precision=embedder.default_precision)
+        # passages and names in float32, as questions; the graph's other texts at its precision
+        self.texts = document_embedder(db, embedder)
 
     @property
     def extractor(self) -> str:
@@ -204,7 +206,7 @@ class Ingestor:
         # as they were analysed: a chunk written before sub-chunks were cut from its parse has them parsed alone
         _, analyses, _ = analyse_chunks(chunks, [bool(r["subs_cut"]) for r in rows])
         sents = [s.text for a in analyses for s in a.sentences]
-        vecs = self.embedder.embed(sents)
+        vecs = self.texts.embed(sents)
         contrib, i = Contribution(), 0
         for a in analyses:
             contrib.add_analysis(a, vecs[i : i + len(a.sentences)])
@@ -310,7 +312,7 @@ class Ingestor:
         """The vectors of the batch's texts (``parts``, of :func:`embedding_inputs`) and of the names
         of entities new to the graph (after the earlier batches' writes) onto its rows."""
         new_names = self._new_entity_names(batch.todo, batch.docs)
-        (names,) = self._embed([list(new_names.values())], st)
+        (names,) = self._embed([list(new_names.values())], st, [self.embedder])
         attach_unit_and_relation_vectors(batch.todo, parts[3], parts[4])
         vectors = BatchVectors.split(parts, batch.analyses, dict(zip(new_names, names, strict=True)))
         with st.stage("assemble", len(batch.todo)) as advance:
@@ -358,17 +360,30 @@ class Ingestor:
         known = {r["id"] for r in rows}
         return {k: name for k, name in all_keys.items() if entity_id(k) not in known}
 
-    def _embed(self, parts: list[list[str]], st: Tracker) -> list[np.ndarray]:
-        """Each part's vectors, every distinct text of the parts embedded once: a batch's chunks (with
-        their document title), split sub-chunks, sentences, semantic units and relations (NodeRAG
-        embeds S and R nodes); then the names of its new entities."""
-        flat = [t for part in parts for t in part]
-        if not flat:
-            return [np.zeros((0, self.embedder.dim), np.float32) for _ in parts]
-        uniq, inverse = np.unique(np.array(flat, dtype=object), return_inverse=True)
-        with st.stage("embed", len(uniq)) as advance:
-            vecs = self.embedder.embed(list(uniq), advance)[inverse]
-        return np.split(vecs, np.cumsum([len(part) for part in parts[:-1]]))
+    def _embed(
+        self, parts: list[list[str]], st: Tracker, embedders: Sequence[Embedder] | None = None
+    ) -> list[np.ndarray]:
+        """Each part's vectors, every distinct text embedded once. By default the parts of
+        :func:`embedding_inputs`: a batch's passages, chunks (with their document title) and split
+        sub-chunks, by the float32 encoder questions are embedded with (``vector``, HippoRAG's seeds and
+        KET-RAG's text channel rank them against a question; int8 chunk vectors measured below float32
+        there: docs/data-model.md); its sentences, semantic units and relations by the graph's text
+        embedder."""
+        embedders = embedders or [self.embedder, self.embedder, *[self.texts] * (len(parts) - 2)]
+        groups: dict[int, tuple[Embedder, list[int]]] = {}
+        for i, e in enumerate(embedders):
+            groups.setdefault(id(e), (e, []))[1].append(i)
+        out = [np.zeros((0, self.embedder.dim), np.float32) for _ in parts]
+        flats = {k: [t for i in idx for t in parts[i]] for k, (_, idx) in groups.items()}
+        with st.stage("embed", sum(len(set(f)) for f in flats.values())) as advance:
+            for k, (embedder, idx) in groups.items():
+                if not flats[k]:
+                    continue
+                uniq, inverse = np.unique(np.array(flats[k], dtype=object), return_inverse=True)
+                vecs = embedder.embed(list(uniq), advance)[inverse]
+                for i, v in zip(idx, np.split(vecs, np.cumsum([len(parts[i]) for i in idx[:-1]])), strict=True):
+                    out[i] = v
+        return out
 
     def _write(self, todo: list[PreparedDoc], report: IngestReport, st: Tracker) -> IngestReport:
         """Commit in groups of whole documents; the report counts what landed."""

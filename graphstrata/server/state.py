@@ -73,7 +73,7 @@ class ServerState:
 
                 db = Database.from_settings(self.settings)
                 try:
-                    apply_schema(db, self.embedder.name, self.embedder.dim)
+                    apply_schema(db, self.embedder.name, self.embedder.dim, precision=self.embedder.default_precision)
                 except Exception:
                     db.close()
                     raise
