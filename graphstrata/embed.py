@@ -115,6 +115,7 @@ class MiniLMEmbedder:
         threads: int = 0,
         precision: str = "float32",
         default_precision: str = "float32",
+        model_cache: Path | None = None,
     ) -> None:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -127,7 +128,7 @@ class MiniLMEmbedder:
             )
         path = path or model_dir()
         self._args = {"path": path, "batch_size": batch_size, "token_budget": token_budget}
-        self._args |= {"cache_dir": cache_dir, "threads": threads}
+        self._args |= {"cache_dir": cache_dir, "threads": threads, "model_cache": model_cache}
         self.precision = precision
         self.default_precision = default_precision
         self._siblings: dict[str, MiniLMEmbedder] = {precision: self}
@@ -153,7 +154,9 @@ class MiniLMEmbedder:
         if runtime == "onnx":
             from graphstrata.embed_onnx import OnnxEncoder
 
-            self._encode = OnnxEncoder(self.w, self.layers, self.heads, self.eps, threads, int8=precision == "int8")
+            self._encode = OnnxEncoder(
+                self.w, self.layers, self.heads, self.eps, threads, int8=precision == "int8", model_cache=model_cache
+            )
             self.w = {}  # the session holds its own copy
             return
         self._encode = self._hidden_numpy
@@ -299,7 +302,9 @@ class OpenAIEmbedder:
 
 
 @lru_cache(maxsize=4)
-def _local(batch_size: int, runtime: str, cache_dir: Path | None, default_precision: str) -> MiniLMEmbedder:
+def _local(
+    batch_size: int, runtime: str, cache_dir: Path | None, default_precision: str, model_cache: Path | None
+) -> MiniLMEmbedder:
     if runtime == "onnx":
         from graphstrata.embed_onnx import available
 
@@ -308,7 +313,11 @@ def _local(batch_size: int, runtime: str, cache_dir: Path | None, default_precis
     if runtime != "onnx":
         default_precision = "float32"  # the int8 encoder is onnxruntime's
     return MiniLMEmbedder(
-        batch_size=batch_size, runtime=runtime, cache_dir=cache_dir, default_precision=default_precision
+        batch_size=batch_size,
+        runtime=runtime,
+        cache_dir=cache_dir,
+        default_precision=default_precision,
+        model_cache=model_cache,
     )
 
 
@@ -316,7 +325,10 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     settings = settings or get_settings()
     if settings.embed_model == LOCAL_PREFIX + LOCAL_MODEL:
         cache_dir = settings.cache_dir / "vectors" if settings.embed_cache else None
-        return _local(settings.embed_batch_size, settings.embed_runtime, cache_dir, settings.embed_precision)
+        model_cache = settings.cache_dir / "models"  # a build artefact, not vectors: kept whatever embed_cache says
+        return _local(
+            settings.embed_batch_size, settings.embed_runtime, cache_dir, settings.embed_precision, model_cache
+        )
     if settings.embed_model.startswith(LOCAL_PREFIX):
         raise EmbeddingError(
             f"unknown local embedding model {settings.embed_model!r}; have {LOCAL_PREFIX}{LOCAL_MODEL}"

@@ -23,6 +23,7 @@ vector would depend on its batch-mates; the int8 encoder is therefore run one te
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -132,12 +133,35 @@ def build_model(weights: dict[str, np.ndarray], layers: int, heads: int, eps: fl
     return model
 
 
-def quantize_int8(model) -> bytes:
+def quantize_int8(model, folder: Path | None = None) -> bytes:
     """``model`` (of :func:`build_model`) with its MatMul and Attention weights in int8 (per output
-    channel, symmetric) and dynamically quantised activations: onnxruntime's ``quantize_dynamic``."""
+    channel, symmetric) and dynamically quantised activations: onnxruntime's ``quantize_dynamic``.
+    ``folder``: where the result is kept, keyed by the float32 graph and onnxruntime's version, so
+    that a later process reads it instead of quantising again (~1 s); unwritable is no error."""
+    import hashlib
+
+    import onnxruntime
+
+    source = model.SerializeToString()
+    key = hashlib.sha256(source + onnxruntime.__version__.encode()).hexdigest()[:20]
+    kept = folder / f"minilm-int8-{key}.onnx" if folder is not None else None
+    if kept is not None and kept.is_file():
+        return kept.read_bytes()
+    data = _quantize(model)
+    if kept is not None:
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, kept)  # whole or absent, whatever other processes do meanwhile
+        except OSError:
+            pass
+    return data
+
+
+def _quantize(model) -> bytes:
     import logging
     import tempfile
-    from pathlib import Path
 
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -171,7 +195,7 @@ class OnnxEncoder:
     method parses it beside the embedding: a pool of a thread per core there waits at every operator
     for the core the parse holds (README, "Embeddings offline").
     Both give the same vectors, bit for bit (tests/test_embed.py). ``int8``: the graph of
-    :func:`quantize_int8`."""
+    :func:`quantize_int8` (kept in ``model_cache``)."""
 
     def __init__(
         self,
@@ -181,9 +205,10 @@ class OnnxEncoder:
         eps: float,
         threads: int = 0,
         int8: bool = False,
+        model_cache: Path | None = None,
     ) -> None:
         proto = build_model(weights, layers, heads, eps)
-        model = quantize_int8(proto) if int8 else proto.SerializeToString()
+        model = quantize_int8(proto, model_cache) if int8 else proto.SerializeToString()
         self.threads = threads or default_threads()
         self.session = _session(model, self.threads)
         # the int8 encoder embeds stored texts, never a question beside its parse: no second session

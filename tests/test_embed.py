@@ -183,6 +183,25 @@ def test_int8_vector_is_a_function_of_the_text_alone(int8: MiniLMEmbedder) -> No
     assert np.array_equal(two, alone) and np.array_equal(one, alone)
 
 
+def test_int8_graph_is_quantised_once_and_kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quantised graph is written whole to the model cache, and a later build reads it back
+    instead of quantising again; the encoder over the kept graph gives the same vectors."""
+    from graphstrata import embed_onnx
+
+    first = MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path)
+    kept = list(tmp_path.glob("minilm-int8-*.onnx"))
+    assert len(kept) == 1 and not list(tmp_path.glob("*.tmp"))
+
+    def no_quantising(model):
+        raise AssertionError("quantised again")
+
+    monkeypatch.setattr(embed_onnx, "_quantize", no_quantising)
+    again = MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path)
+    assert np.array_equal(again.compute(PASSAGES[:3]), first.compute(PASSAGES[:3]))
+    with pytest.raises(AssertionError, match="quantised again"):
+        MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path / "elsewhere")
+
+
 def test_documents_embedder_per_precision(tmp_path) -> None:
     """``documents(p)``: float32 is the question embedder itself; int8 a sibling with a cache of its own
     (its vectors never answer for float32's), built once; numpy has no int8."""
