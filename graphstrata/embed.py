@@ -224,9 +224,11 @@ class MiniLMEmbedder:
         """The embedder of stored texts at ``precision`` (built once, then shared)."""
         with self._siblings_lock:
             if precision not in self._siblings:
-                self._siblings[precision] = MiniLMEmbedder(
+                sibling = MiniLMEmbedder(
                     **self._args, runtime=self.runtime, precision=precision, default_precision=self.default_precision
                 )
+                sibling._siblings, sibling._siblings_lock = self._siblings, self._siblings_lock  # one family
+                self._siblings[precision] = sibling
             return self._siblings[precision]
 
     def clear_cache(self) -> None:

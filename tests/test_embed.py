@@ -209,6 +209,7 @@ def test_documents_embedder_per_precision(tmp_path) -> None:
     assert emb.documents("float32") is emb
     low = emb.documents("int8")
     assert low is emb.documents("int8") and low.precision == "int8" and low.default_precision == "int8"
+    assert low.documents("float32") is emb and low.documents("int8") is low
     text = ["The Nile flows north."]
     v8, v32 = low.embed(text), emb.embed(text)
     assert emb.cache.misses == 1 and low.cache.misses == 1  # neither answered from the other
