@@ -367,8 +367,8 @@ class Ingestor:
         :func:`embedding_inputs`: a batch's passages, chunks (with their document title) and split
         sub-chunks, by the float32 encoder questions are embedded with (``vector``, HippoRAG's seeds and
         KET-RAG's text channel rank them against a question; int8 chunk vectors measured below float32
-        there: docs/data-model.md); its sentences, semantic units and relations by the graph's text
-        embedder."""
+        there: bench/results/graphs-session18-int8-all.md); its sentences, semantic units and relations
+        by the graph's text embedder."""
         embedders = embedders or [self.embedder, self.embedder, *[self.texts] * (len(parts) - 2)]
         groups: dict[int, tuple[Embedder, list[int]]] = {}
         for i, e in enumerate(embedders):
