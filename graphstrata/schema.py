@@ -50,16 +50,16 @@ def apply_schema(
     """Create constraints and indexes (no-op when present); returns the number of statements run.
     An index it adds marks the graph as changed (meta ``updated_at``), so that connections holding
     its indexes (:func:`graph_indexes`) read them again. ``precision``: of the stored texts' vectors
-    of a graph begun now (default: the configured one)."""
+    of a graph begun now (default: the configured embedder's ``default_precision``)."""
     check_compatible(db, embed_model, dim)
     before = _online_indexes(db)
     statements = load("schema")
     for stmt in statements.values():
         db.write(stmt, dim=dim)
-    if precision is None:
-        from graphstrata.config import get_settings
+    if precision is None:  # the configured embedder's: it knows when int8 is not to be had
+        from graphstrata.embed import get_embedder
 
-        precision = get_settings().embed_precision
+        precision = get_embedder().default_precision
     db.write(
         query("meta.init_meta"), embed_model=embed_model, dim=dim, schema_version=SCHEMA_VERSION, precision=precision
     )

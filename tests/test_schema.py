@@ -76,3 +76,18 @@ def test_a_schema_1_graph_is_refused_with_the_way_to_rebuild_it(empty_db: Databa
     empty_db.write("MATCH (e:Entity) DETACH DELETE e")
     apply_schema(empty_db, MODEL, DIM)
     assert empty_db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.schema_version AS v") == {"v": 2}
+
+
+def test_new_graph_records_the_precision_its_embedder_can_give(empty_db: Database, monkeypatch) -> None:
+    """Unasked, a new graph records the configured embedder's default: the numpy runtime has no int8
+    encoder, so its graph is float32 whatever GRAPHSTRATA_EMBED_PRECISION says."""
+    from graphstrata import embed
+
+    numpy_runtime = embed._local(64, "numpy", None, "int8", None)
+    assert numpy_runtime.default_precision == "float32"
+    monkeypatch.setattr(embed, "get_embedder", lambda settings=None: numpy_runtime)
+    apply_schema(empty_db, MODEL, DIM)
+    assert empty_db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.embed_precision AS p") == {"p": "float32"}
+    empty_db.write("MATCH (m:GraphStrata {id: 'meta'}) DETACH DELETE m")
+    apply_schema(empty_db, MODEL, DIM, precision="int8")  # asked: recorded as asked
+    assert empty_db.read_one("MATCH (m:GraphStrata {id: 'meta'}) RETURN m.embed_precision AS p") == {"p": "int8"}
