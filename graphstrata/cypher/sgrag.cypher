@@ -27,11 +27,12 @@ ORDER BY links DESC, weight DESC, id
 LIMIT $limit;
 
 // name: induced
-// The candidate subgraph: the entities and the RELATED edges among them.
+// The candidate subgraph: the entities and the RELATED edges among them (an entity a deletion is
+// taking apart, its name gone, is neither a node nor an edge's end).
 MATCH (e:Entity)
 WHERE e.id IN $ids AND e.name IS NOT NULL
 OPTIONAL MATCH (e)-[r:RELATED]->(b:Entity)
-WHERE b.id IN $ids
+WHERE b.id IN $ids AND b.name IS NOT NULL
 RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS normalized,
        coalesce(e.type, '') AS type, coalesce(e.description, '') AS description,
        [x IN collect(CASE WHEN r IS NULL THEN NULL

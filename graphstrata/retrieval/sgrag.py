@@ -360,7 +360,9 @@ class SGRAGRetriever(Retriever):
         edges: list[Edge] = []
         edge_info: dict[tuple, dict[str, Any]] = {}
         for r in rows:
-            for o in r["out"]:
+            # each node's properties are read once, so a deletion between two reads of one node can
+            # leave an edge whose end has no row: the edge goes with it
+            for o in (o for o in r["out"] if o["dst"] in info):
                 e = Edge(r["id"], o["dst"], o["predicate"])
                 if (e.src, e.dst, e.relation) not in edge_info:
                     edges.append(e)
