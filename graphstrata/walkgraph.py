@@ -44,6 +44,7 @@ class WalkGraph:
     version: Any
     index: dict[str, int]
     _walks: dict[frozenset[str] | None, sp.csr_matrix] = field(default_factory=dict, repr=False)
+    _memo: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)  # label masks, id order
 
     def transition(self, types: frozenset[str] | None = None) -> sp.csr_matrix:
         """The walk's transition matrix over the edges of `types` (None: all of them), built once."""
@@ -84,21 +85,35 @@ class WalkGraph:
 
     def top(self, scores: np.ndarray, k: int, labels: tuple[str, ...] | None = None) -> list[tuple[str, str, float]]:
         """The k best-scoring nodes (of `labels`, if given) with a score above 0: (id, label, score)."""
-        scores = scores.copy()
+        keep = scores > 0
         if labels is not None:
-            scores[~np.isin(self.labels, labels)] = 0.0
-        k = min(k, len(scores))
+            keep &= self._label_mask(labels)
+        candidates = np.flatnonzero(keep)
+        k = min(k, len(candidates))
         if k <= 0:
             return []
         # equal scores rank by id: sums taken in another node order differ in their last bits, and the
         # ranking must not depend on the order the store returned the nodes in
-        rounded = np.round(scores, 12)
-        candidates = np.flatnonzero(scores > 0)
+        rounded = np.round(scores[candidates], 12)
         if len(candidates) > k:  # the k best and whatever ties the k-th
-            kth = np.partition(rounded[candidates], len(candidates) - k)[len(candidates) - k]
-            candidates = candidates[rounded[candidates] >= kth]
-        best = sorted(candidates.tolist(), key=lambda i: (-rounded[i], self.ids[i]))[:k]
-        return [(self.ids[i], str(self.labels[i]), float(scores[i])) for i in best]
+            kth = np.partition(rounded, len(rounded) - k)[len(rounded) - k]
+            candidates, rounded = candidates[rounded >= kth], rounded[rounded >= kth]
+        best = candidates[np.lexsort((self._id_rank()[candidates], -rounded))[:k]]
+        return [(self.ids[i], self.labels[i], float(scores[i])) for i in best.tolist()]
+
+    def _label_mask(self, labels: tuple[str, ...]) -> np.ndarray:
+        key = ("labels", labels)
+        if key not in self._memo:
+            self._memo[key] = np.isin(self.labels, labels)
+        return self._memo[key]
+
+    def _id_rank(self) -> np.ndarray:
+        """Each node's position in the order of the ids (the tie-break of :meth:`top`)."""
+        if "id_rank" not in self._memo:
+            rank = np.empty(len(self.ids), dtype=np.int64)
+            rank[sorted(range(len(self.ids)), key=self.ids.__getitem__)] = np.arange(len(self.ids))
+            self._memo["id_rank"] = rank
+        return self._memo["id_rank"]
 
 
 def graph_version(db: Database) -> Any:

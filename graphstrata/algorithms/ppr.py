@@ -44,7 +44,10 @@ def personalized_pagerank(
         return np.zeros(transition.shape[0])
     s = seeds / total
     walk = transition.T  # a CSC view: no copy, and its product with a vector is as fast
-    pi = s.copy() if from_seeds else (1 - damping) * s
+    restart = (1 - damping) * s
+    pi = s.copy() if from_seeds else restart.copy()
     for _ in range(iterations - 1):
-        pi = (1 - damping) * s + damping * (walk @ pi)
+        pi = walk @ pi
+        pi *= damping
+        pi += restart
     return pi
