@@ -155,6 +155,31 @@ def test_single_flight_passes_the_error_to_every_waiter() -> None:
         single_flight("e", lambda: (_ for _ in ()).throw(ValueError("boom")))
 
 
+def test_within_a_fusion_single_flight_keeps_results_for_members_that_come_late() -> None:
+    from graphstrata.retrieval import shared
+
+    question = shared.FusedQuestion({})
+    token = shared.FUSED.set(question)
+    try:
+        calls: list[str] = []
+        first = shared.beside(lambda: shared.single_flight("q", lambda: calls.append("a") or "first")).result(10)
+        # a member arriving after the first finished gets its result, on another worker too
+        late = shared.beside(lambda: shared.single_flight("q", lambda: calls.append("b") or "second")).result(10)
+        assert (first, late, calls) == ("first", "first", ["a"])
+        with pytest.raises(ValueError, match="boom"):
+            shared.single_flight("e", lambda: (_ for _ in ()).throw(ValueError("boom")))
+        assert shared.single_flight("e", lambda: "retried") == "retried"  # an error is not kept
+    finally:
+        shared.FUSED.reset(token)
+    # outside the fusion nothing of it is kept, and another fusion starts empty
+    assert shared.single_flight("q", lambda: "fresh") == "fresh"
+    token = shared.FUSED.set(shared.FusedQuestion({}))
+    try:
+        assert shared.single_flight("q", lambda: "other fusion") == "other fusion"
+    finally:
+        shared.FUSED.reset(token)
+
+
 def test_beside_runs_in_the_callers_context_on_a_reused_worker() -> None:
     import contextvars
     import threading

@@ -38,3 +38,23 @@ def test_top_keeps_only_positive_scores_and_filters_labels() -> None:
     g.labels[1] = "Entity"
     assert [i for i, _, _ in g.top(np.array([0.2, 0.9, 0.0]), 5)] == ["y", "x"]
     assert [i for i, _, _ in g.top(np.array([0.2, 0.9, 0.0]), 5, ("Chunk",))] == ["x"]
+
+
+def test_top_equals_a_brute_force_sort() -> None:
+    """Against Python's sort of every node: score above 0, of the labels asked, best rounded score
+    first, ties by id; many ties (scores from a few values plus last-bit noise), every k."""
+    rng = np.random.default_rng(11)
+    ids = [f"n{int(i):04d}" for i in rng.permutation(600)]
+    g = graph(ids)
+    g.labels[:] = rng.choice(["Chunk", "Entity", "SemanticUnit"], len(ids))
+    scores = rng.choice([0.0, 0.1, 0.25, 0.5, 1 / 3], len(ids)) + rng.choice([0.0, 1e-17, -1e-16], len(ids))
+    scores[scores < 0] = 0.0
+    for labels in (None, ("Chunk",), ("Entity", "SemanticUnit")):
+        for k in (1, 7, 50, 299, 1000):
+            want = sorted(
+                (i for n, i in enumerate(ids) if scores[n] > 0 and (labels is None or g.labels[n] in labels)),
+                key=lambda i: (-round(float(scores[g.index[i]]), 12), i),
+            )[:k]
+            got = g.top(scores, k, labels)
+            assert [i for i, _, _ in got] == want
+            assert all(label == g.labels[g.index[i]] and s == scores[g.index[i]] for i, label, s in got)

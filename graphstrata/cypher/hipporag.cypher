@@ -21,19 +21,3 @@ CALL () {
 }
 WITH a, b, type WHERE a IS NOT NULL AND b IS NOT NULL
 RETURN a, b, type;
-
-// name: seeds
-// The passages nearest the question (dense scores, HippoRAG 2's passage seeds), the entities of
-// the nearest one with the number of passages that mention each (node specificity), and the
-// graph's version (when it last changed), in one round trip.
-CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
-WHERE node.id IS NOT NULL
-WITH node, score ORDER BY score DESC LIMIT $k
-WITH collect({id: node.id, score: score}) AS passages, head(collect(node)) AS best
-CALL (best) {
-  OPTIONAL MATCH (best)-[:MENTIONS]->(e:Entity)
-  WITH e WHERE e.id IS NOT NULL AND e.name IS NOT NULL
-  RETURN collect({id: e.id, name: e.name, chunks: COUNT { (e)<-[:MENTIONS]-(:Chunk) }}) AS feedback
-}
-OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
-RETURN passages, feedback, m.updated_at AS version;

@@ -23,32 +23,6 @@ MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEM
 WHERE a.id IS NOT NULL AND b.id IS NOT NULL
 RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIONS' ELSE type(r) END AS type;
 
-// name: similarity_search
-// §2.5 dual search, similarity part: one top-k over all rich nodes S, A, H, T (the paper's single
-// HNSW; cosine scores of one embedder are comparable across the per-label indexes, so merging
-// their top-k lists is exact); and, as HippoRAG 2 matches the question against facts, the $fact_k
-// relations nearest to it as further entry points; and the graph's version (which heterograph to
-// walk), in the same round trip.
-CALL () {
-  CALL () {
-    UNWIND $indexes AS index
-    CALL db.index.vector.queryNodes(index, $candidates, $vector) YIELD node, score
-    WHERE node.id IS NOT NULL
-    RETURN node, score ORDER BY score DESC LIMIT $k
-  }
-  RETURN node, 'similarity' AS via, score
-  UNION
-  WITH $fact_k AS k WHERE k > 0
-  CALL db.index.vector.queryNodes('relation_embedding', $fact_candidates, $vector) YIELD node, score
-  WHERE node.id IS NOT NULL
-  WITH node, score ORDER BY score DESC LIMIT $fact_k
-  RETURN node, 'fact' AS via, score
-}
-WITH node.id AS id, labels(node)[0] AS label, via, score WHERE id IS NOT NULL
-WITH collect({id: id, label: label, via: via, score: score}) AS entries
-OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
-RETURN entries, m.updated_at AS version;
-
 // name: retrievable
 // Text and source chunks of the retrievable nodes that stand as items of their own (a model wrote
 // them): S and R come from their chunk; A from the chunks of its entity's semantic units; H from

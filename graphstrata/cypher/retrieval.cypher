@@ -22,6 +22,51 @@ WITH id, c.text AS text, coalesce(c.doc_title, '') AS title
 WHERE text IS NOT NULL
 RETURN id, title, text;
 
+// name: entry_points
+// The question vector's entry points into the graph (retrieval/entries.py), each part skipped when
+// not asked for ($passage_k = 0; $indexes empty and $fact_k = 0), and the graph's version (which
+// walk graph to use), in one round trip:
+// - `passages`, `feedback`: HippoRAG 2's passage seeds (§3.2), the $passage_k passages nearest the
+//   question by dense score, and the entities of the nearest one with the number of passages that
+//   mention each (node specificity);
+// - `entries`: NodeRAG's similarity search (§2.5), one top-$k over all rich nodes S, A, H, T (the
+//   paper's single HNSW; cosine scores of one embedder are comparable across the per-label indexes,
+//   so merging their top-k lists is exact), and, as HippoRAG 2 matches the question against facts,
+//   the $fact_k relations nearest to it.
+CALL () {
+  WITH $passage_k AS k WHERE k > 0
+  CALL db.index.vector.queryNodes('chunk_embedding', $passage_candidates, $vector) YIELD node, score
+  WHERE node.id IS NOT NULL
+  WITH node, score ORDER BY score DESC LIMIT $passage_k
+  RETURN collect({id: node.id, score: score}) AS passages, head(collect(node)) AS best
+}
+CALL (best) {
+  OPTIONAL MATCH (best)-[:MENTIONS]->(e:Entity)
+  WITH e WHERE e.id IS NOT NULL AND e.name IS NOT NULL
+  RETURN collect({id: e.id, name: e.name, chunks: COUNT { (e)<-[:MENTIONS]-(:Chunk) }}) AS feedback
+}
+CALL () {
+  CALL () {
+    CALL () {
+      UNWIND $indexes AS index
+      CALL db.index.vector.queryNodes(index, $candidates, $vector) YIELD node, score
+      WHERE node.id IS NOT NULL
+      RETURN node, score ORDER BY score DESC LIMIT $k
+    }
+    RETURN node, 'similarity' AS via, score
+    UNION
+    WITH $fact_k AS k WHERE k > 0
+    CALL db.index.vector.queryNodes('relation_embedding', $fact_candidates, $vector) YIELD node, score
+    WHERE node.id IS NOT NULL
+    WITH node, score ORDER BY score DESC LIMIT $fact_k
+    RETURN node, 'fact' AS via, score
+  }
+  WITH node.id AS id, labels(node)[0] AS label, via, score WHERE id IS NOT NULL
+  RETURN collect({id: id, label: label, via: via, score: score}) AS entries
+}
+OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
+RETURN passages, feedback, entries, m.updated_at AS version;
+
 // name: fulltext_chunks
 // Lucene full-text over chunk text and document title (the `fulltext` baseline); properties read
 // once, as in vector_chunks.

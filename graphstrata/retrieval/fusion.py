@@ -17,26 +17,31 @@ node types for it (NodeRAG a ``SemanticUnit``, KET-RAG a ``SubChunk``, the basel
 * the fused list is packed under the one token budget, and ``notes`` record each method's rank of
   every emitted unit and each method's time, item count and own notes (or its error).
 
-Methods run in threads; the question is embedded once before they start (the embedder's cache
-serves the rest). A method that fails or exceeds ``timeout`` is reported in ``notes["errors"]`` and
-the others are fused. Without ``methods`` it fuses the methods whose class sets ``fusion_rank``
-(the registry decides, in that order): the two personalized-PageRank walks, hipporag and noderag.
-On all three benchmark graphs that pair ranks better than the six methods fused (vector, fulltext,
-hipporag, noderag, ketrag, e2graphrag: Recall@5 0.860 / 0.692 / 0.672 against 0.825 / 0.662 / 0.660,
-Coverage higher too, bench/results/graphs-session10.md) at half the latency.
+Methods run in threads and share what they would otherwise compute side by side (each once per
+fused question, :class:`graphstrata.retrieval.shared.FusedQuestion`): the question's embedding, its entities
+and their links, and the vector read of their entry points (HippoRAG's passage seeds and NodeRAG's
+similarity search are one round trip: each member is told the others' parameters,
+:mod:`graphstrata.retrieval.entries`). A method that fails or exceeds ``timeout`` is
+reported in ``notes["errors"]`` and the others are fused. Without ``methods`` it fuses the methods
+whose class sets ``fusion_rank`` (the registry decides, in that order): the two personalized-PageRank
+walks, hipporag and noderag. On all three benchmark graphs that pair ranks better than the six
+methods fused (vector, fulltext, hipporag, noderag, ketrag, e2graphrag: Recall@5 0.860 / 0.692 /
+0.672 against 0.825 / 0.662 / 0.660, Coverage higher too, bench/results/graphs-session10.md) at half
+the latency.
 
 ``auto`` (routing one method per question) lives in :mod:`graphstrata.retrieval.auto`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from graphstrata import limits
 from graphstrata.retrieval.base import (
@@ -52,7 +57,7 @@ from graphstrata.retrieval.base import (
     register,
     registered_methods,
 )
-from graphstrata.retrieval.shared import beside
+from graphstrata.retrieval.shared import FUSED, FusedQuestion, beside
 
 RRF_K = 60
 META_METHODS = ("fusion", "auto")
@@ -256,18 +261,29 @@ class FusionRetriever(Retriever):
         errors: dict[str, str] = {}
         ms: dict[str, float] = {}
 
+        params = {m: {"budget": p.budget, **p.method_params.get(m, {})} for m in methods}
+
         def one(method: str) -> RetrievalResult:
             start = time.perf_counter()
             try:
-                params = {"budget": p.budget, **p.method_params.get(method, {})}
                 return get_retriever(method, self.db, self.embedder, self.settings, self.llm).retrieve(
-                    question, **params
+                    question, **params[method]
                 )
             finally:
                 ms[method] = (time.perf_counter() - start) * 1000
 
-        # each on a worker thread in a copy of this context: the request's deadline (graphstrata.limits) reaches it
-        futures = {beside(one, m): m for m in methods}
+        # each member learns the others' parameters, to ask for their part of a read they share
+        members = {}
+        for m in methods:
+            with contextlib.suppress(ValidationError):  # the method itself reports its bad parameters
+                members[m] = registered_methods()[m].Params(**params[m])
+        # each on a worker thread in a copy of this context: the request's deadline (graphstrata.limits)
+        # and the fusion (the members' parameters, what they share) reach it
+        token = FUSED.set(FusedQuestion(members))
+        try:
+            futures = {beside(one, m): m for m in methods}
+        finally:
+            FUSED.reset(token)
         done, late = wait(futures, timeout=p.timeout)
         for f in done:
             m = futures[f]

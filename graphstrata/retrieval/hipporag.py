@@ -40,6 +40,7 @@ from graphstrata.retrieval.base import (
     register,
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
+from graphstrata.retrieval.entries import PassageSeeds, entry_points
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
 from graphstrata.retrieval.shared import beside
 from graphstrata.walkgraph import WalkGraph, walk_graph
@@ -76,6 +77,9 @@ class HippoRAGParams(RetrieverParams):
         description="walk the entity-entity relation edges too (paper: yes; measured without them: "
         "bench/results/graphs.md)",
     )
+
+    def entry_points(self) -> PassageSeeds:
+        return PassageSeeds(self.passage_k, hnsw_candidates(self.passage_k))
 
 
 def seed_weights(
@@ -134,12 +138,9 @@ class HippoRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("seeds"):
-            (row,) = self.db.read_plain(
-                query("hipporag.seeds"), k=p.passage_k, candidates=hnsw_candidates(p.passage_k), vector=vector
-            )
+            passages, feedback, _, version = entry_points(self.db, vector, p)
         with t.stage("entities"):
             names, source, linked = linking.result()
-        passages, feedback, version = (row["passages"], row["feedback"], row["version"]) if row else ([], [], None)
         chunks, entities = seed_weights(passages, linked, feedback, p.passage_weight, p.feedback_weight)
         notes: dict[str, Any] = {
             "entities": names,

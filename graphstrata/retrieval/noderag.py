@@ -31,6 +31,7 @@ from graphstrata.retrieval.base import (
     register,
 )
 from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
+from graphstrata.retrieval.entries import SimilaritySearch, entry_points
 from graphstrata.retrieval.linking import Linked, LinkedEntity, link_entities, question_entities
 from graphstrata.retrieval.shared import beside
 from graphstrata.walkgraph import WalkGraph, walk_graph
@@ -92,6 +93,15 @@ class NodeRAGParams(RetrieverParams):
         description="PPR start vector: `uniform` over the entry points (the paper, §2.5), or `weighted`: "
         "similarity entry points by their cosine, linked entities by specificity (1/chunks, HippoRAG 2)",
     )
+
+    def entry_points(self) -> SimilaritySearch:
+        return SimilaritySearch(
+            tuple(VECTOR_INDEXES.values()),
+            self.entry_k,
+            hnsw_candidates(self.entry_k),
+            self.fact_k,
+            hnsw_candidates(self.fact_k),
+        )
 
 
 def personalization(
@@ -167,18 +177,10 @@ class NodeRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("similarity_search"):
-            (row,) = self.db.read_plain(
-                query("noderag.similarity_search"),
-                indexes=list(VECTOR_INDEXES.values()),
-                k=p.entry_k,
-                candidates=hnsw_candidates(p.entry_k),
-                fact_k=p.fact_k,
-                fact_candidates=hnsw_candidates(p.fact_k),
-                vector=vector,
-            )
+            *_, similarity_rows, version = entry_points(self.db, vector, p)
         with t.stage("accurate_search"):
             names, source, (linked, exact_rows) = accurate.result()
-        rows, version = row["entries"] + exact_rows, row["version"]
+        rows = similarity_rows + exact_rows
         overviews = {r["id"]: r["score"] for r in rows if r["via"] == "exact"}
         similar = {r["id"]: r["score"] for r in sorted(rows, key=lambda r: -r["score"]) if r["via"] == "similarity"}
         facts = {r["id"]: r["score"] for r in rows if r["via"] == "fact"}

@@ -4,46 +4,81 @@ question share instead of repeating.
 - :func:`beside` runs a call on a parked worker thread: a method embeds the question while its
   entities are parsed, fusion runs its methods at once. A question used to start a thread pool for
   each of these (four per fused question); parked workers are reused.
-- :func:`single_flight`: the first caller computes (the question's embedding, its entities), the
-  others wait for that result. Fusion runs its methods in threads at once, so a cache alone would not
-  help (they all miss at the same instant); once computed, the embedder's and linking's own caches
-  serve later calls."""
+- :func:`single_flight`: the first caller computes (the question's embedding, its entities and
+  their links, the entry points' read), the others wait for that result. Fusion runs its methods in
+  threads at once, so a cache alone would not help (they all miss at the same instant); within one
+  fusion its results are kept until the fusion ends (:class:`FusedQuestion`), so a member that comes late
+  shares them too."""
 
 from __future__ import annotations
 
 import contextvars
 import queue
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from graphstrata.retrieval.base import RetrieverParams
 
 T = TypeVar("T")
 
-_lock = threading.Lock()
-_running: dict[Hashable, Future] = {}
+
+class Flights:
+    """Calls by key: the first caller computes, callers meanwhile wait for its result (or error).
+    ``keep``: later callers get it too, for as long as this object lives (a fusion's question)."""
+
+    def __init__(self, keep: bool = False) -> None:
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._calls: dict[Hashable, Future] = {}
+
+    def __call__(self, key: Hashable, compute: Callable[[], T]) -> T:
+        with self._lock:
+            future = self._calls.get(key)
+            owner = future is None
+            if owner:
+                future = self._calls[key] = Future()
+        if not owner:
+            return future.result()
+        try:
+            result = compute()
+        except BaseException as e:
+            future.set_exception(e)
+            with self._lock:  # an error is not kept: the next caller tries again
+                self._calls.pop(key, None)
+            raise
+        future.set_result(result)
+        if not self.keep:
+            with self._lock:
+                self._calls.pop(key, None)
+        return result
+
+
+@dataclass
+class FusedQuestion:
+    """The methods a fusion runs on one question: their parameters (a method can ask for its part of
+    a read another needs, :mod:`graphstrata.retrieval.entries`), and what they computed about the
+    question, kept until the fusion ends, so that a member that comes late to a shared computation
+    still gets its result."""
+
+    params: Mapping[str, RetrieverParams]
+    flights: Flights = field(default_factory=lambda: Flights(keep=True))
+
+
+#: the fusion the current call runs in (None outside one); fusion sets it for its members' threads
+FUSED: contextvars.ContextVar[FusedQuestion | None] = contextvars.ContextVar("fused", default=None)
+
+_flights = Flights()
 
 
 def single_flight(key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``, unless a call with the same `key` is under way: then its result (or error)."""
-    with _lock:
-        future = _running.get(key)
-        owner = future is None
-        if owner:
-            future = _running[key] = Future()
-    if not owner:
-        return future.result()
-    try:
-        result = compute()
-    except BaseException as e:
-        future.set_exception(e)
-        raise
-    else:
-        future.set_result(result)
-        return result
-    finally:
-        with _lock:
-            _running.pop(key, None)
+    """``compute()``, unless a call with the same `key` is under way: then its result (or error).
+    Inside a fusion, also the result of an earlier call of the same fusion."""
+    fused = FUSED.get()
+    return (fused.flights if fused is not None else _flights)(key, compute)
 
 
 # ------------------------------------------------------------------------------------------------
