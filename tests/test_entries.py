@@ -60,12 +60,16 @@ def items(result) -> list[tuple[str, float]]:
     return [(i.node_id, i.score) for i in result.items]
 
 
-def fused(corpus: GraphStrata, question: str, **params: Any) -> dict:
+def fused(corpus: GraphStrata, reads: list, question: str, **params: Any) -> dict:
     fusion = get_retriever("fusion", corpus.db, corpus.embedder, corpus.settings)
     assert isinstance(fusion, FusionRetriever)
     p = FusionParams(methods=["hipporag", "noderag"], **params)
     results, errors, _ = fusion.run_methods(question, ["hipporag", "noderag"], p)
     assert not errors
+    assert all(not it.text for r in results.values() for it in r.items)  # chunks' texts not read yet
+    texts_before = len(of(reads, "retrieval.chunks_by_id"))
+    results = fusion.finish(results)
+    assert len(of(reads, "retrieval.chunks_by_id")) == texts_before + 1  # one read for both members
     return results
 
 
@@ -84,7 +88,7 @@ def test_fused_members_share_one_read_and_return_what_they_return_alone(
             alone[m] = corpus.retrieve(question, m, budget=2000, **method_params.get(m, {}))
         del reads[:]
         clear_cache()
-        together = fused(corpus, question, budget=2000, method_params=method_params)
+        together = fused(corpus, reads, question, budget=2000, method_params=method_params)
         (shared,) = of(reads, "retrieval.entry_points")  # one read of the entry points for both
         assert shared["passage_k"] == method_params.get("hipporag", {}).get("passage_k", 200)
         assert shared["k"] == method_params.get("noderag", {}).get("entry_k", 5) and shared["indexes"]
@@ -96,13 +100,16 @@ def test_fused_members_share_one_read_and_return_what_they_return_alone(
 
 
 def test_alone_each_method_reads_only_its_part(corpus: GraphStrata, reads: list) -> None:
-    corpus.retrieve(QUESTIONS[0], "hipporag")
+    r = corpus.retrieve(QUESTIONS[0], "hipporag")
     (hippo,) = of(reads, "retrieval.entry_points")
     assert hippo["passage_k"] == 200 and hippo["indexes"] == [] and hippo["fact_k"] == 0
+    (texts,) = of(reads, "retrieval.chunks_by_id")  # the chunks' texts in one read
+    assert set(texts["ids"]) >= {i.node_id for i in r.items} and all(i.text and i.doc_titles for i in r.items)
     del reads[:]
-    corpus.retrieve(QUESTIONS[0], "noderag")
+    r = corpus.retrieve(QUESTIONS[0], "noderag")
     (node,) = of(reads, "retrieval.entry_points")
     assert node["passage_k"] == 0 and node["indexes"] and node["k"] == 5
+    assert len(of(reads, "retrieval.chunks_by_id")) == 1 and all(i.text for i in r.items)
 
 
 def test_the_shared_read_holds_each_part_as_read_alone(corpus: GraphStrata) -> None:

@@ -129,6 +129,7 @@ def test_noderag_parameters_and_empty_entry(corpus: GraphStrata) -> None:
 def test_items_keep_model_written_units_and_fold_copies_into_their_passage(empty_db: Database) -> None:
     """A semantic unit a model wrote stands as an item with its passage as source; a unit that is a
     sentence of its passage (no-LLM) is read in the passage, which takes its PPR mass."""
+    from graphstrata.retrieval.base import fill_chunk_texts
     from graphstrata.retrieval.noderag import NodeRAGRetriever
 
     db = empty_db
@@ -144,6 +145,8 @@ def test_items_keep_model_written_units_and_fold_copies_into_their_passage(empty
     retriever = NodeRAGRetriever(db, embedder=None)  # type: ignore[arg-type]
     score = {"s-llm": 0.3, "s-copy": 0.2, "c2": 0.25}
     items = retriever._items(graph, ["s-llm", "s-copy", "c2"], score, {"s-llm": 0.9}, {"s-copy", "c2"})
+    assert [i.text for i in items if i.label == "Chunk"] == ["", ""]  # read after, for all items at once
+    fill_chunk_texts(db, items)
     by_id = {i.node_id: i for i in items}
     assert set(by_id) == {"s-llm", "c1", "c2"}
     assert by_id["s-llm"].text == "Leland hosted a shoot." and by_id["s-llm"].chunk_ids == ["c1"]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
 from graphstrata.config import Settings, get_settings
+from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.embed import Embedder
 from graphstrata.text.tokens import count_tokens, fit, truncate
@@ -155,8 +156,33 @@ def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
     return fit_items(items, budget)
 
 
+def fill_chunk_texts(db: Database, items: Iterable[ContextItem]) -> None:
+    """Give the ``Chunk`` items that have no text yet theirs (after their document's title) and their
+    document title, in one read. A method that ranks chunks in memory returns them without text; the
+    texts are read once for all of them (for all of a fusion's members at once). A chunk a concurrent
+    delete took away keeps no text, and packing leaves it out."""
+    todo = [it for it in items if it.label == "Chunk" and not it.text]
+    if not todo:
+        return
+    ids = list(dict.fromkeys(it.node_id for it in todo))
+    rows = {r["id"]: r for r in db.read_plain(query("retrieval.chunks_by_id"), ids=ids)}
+    for it in todo:
+        r = rows.get(it.node_id)
+        if r is not None:
+            it.text = f"{r['title']}\n{r['text']}" if r["title"] else r["text"]
+            it.doc_titles = [r["title"]] if r["title"] else []
+
+
+def pack_result(result: RetrievalResult) -> RetrievalResult:
+    """The result with its items de-duplicated, capped at its ``top_k`` and packed into its budget
+    (an item without text, a chunk deleted meanwhile, is left out)."""
+    items = pack(dedupe([it for it in result.items if it.text])[: result.params.get("top_k")], result.budget)
+    return result.model_copy(update={"items": items, "tokens": sum(it.tokens for it in items)})
+
+
 class Retrieved(NamedTuple):
-    """What a method's ``_retrieve`` finds, before de-duplication and packing."""
+    """What a method's ``_retrieve`` finds, before de-duplication and packing (``Chunk`` items may
+    come without their text: :func:`fill_chunk_texts`)."""
 
     items: list[ContextItem]  # best first
     subgraph: Subgraph  # the nodes and relationships that explain the items
@@ -189,6 +215,10 @@ class Retriever(ABC):
         #: the client of the GraphStrata (or server) that made this retriever: one cache, one usage
         #: ledger, one concurrency bound for every model call it makes
         self.llm = llm
+        #: set by fusion on its members: :meth:`retrieve` then returns the items as found, chunks
+        #: without their texts and nothing packed; fusion reads the texts of all its members' chunks
+        #: in one round trip and packs each result (:func:`fill_chunk_texts`, :func:`pack_result`)
+        self.defer_texts = False
 
     @contextmanager
     def llm_client(self) -> Iterator[LLMClient]:
@@ -210,19 +240,22 @@ class Retriever(ABC):
             raise RetrievalError(f"bad parameters for {self.name}: {e}") from e
         timer = Timer()
         found = Retrieved(*self._retrieve(question.strip(), p, timer))
-        with timer.stage("pack"):
-            packed = pack(dedupe(found.items)[: p.top_k], p.budget)
-        return RetrievalResult(
+        result = RetrievalResult(
             method=self.name,
             question=question,
-            items=packed,
+            items=found.items,
             subgraph=found.subgraph,
-            tokens=sum(i.tokens for i in packed),
+            tokens=0,
             budget=p.budget,
-            timings_ms=timer.ms,
             params=p.model_dump(),
             notes=found.notes,
         )
+        if not self.defer_texts:
+            with timer.stage("texts"):
+                fill_chunk_texts(self.db, result.items)
+            with timer.stage("pack"):
+                result = pack_result(result)
+        return result.model_copy(update={"timings_ms": timer.ms})
 
     @abstractmethod
     def _retrieve(self, question: str, p: Any, t: Timer) -> Retrieved:

@@ -53,7 +53,9 @@ from graphstrata.retrieval.base import (
     RetrieverParams,
     Subgraph,
     Timer,
+    fill_chunk_texts,
     get_retriever,
+    pack_result,
     register,
     registered_methods,
 )
@@ -219,6 +221,8 @@ class FusionRetriever(Retriever):
         if not results:
             limits.check()  # past the request's deadline, that is the error to report
             raise RetrievalError(f"every fused method failed: {errors}")
+        with t.stage("texts"):
+            results = self.finish(results)
         with t.stage("fuse"):
             fused = rrf_fuse({m: results[m].items for m in methods if m in results}, p.rrf_k)[: p.top_k]
         nodes: dict[str, None] = {}
@@ -253,10 +257,17 @@ class FusionRetriever(Retriever):
             notes["errors"] = errors
         return Retrieved([f.item for f in fused], Subgraph(nodes=list(nodes), relationships=list(rels)), notes)
 
+    def finish(self, results: dict[str, RetrievalResult]) -> dict[str, RetrievalResult]:
+        """The members' results as each would have returned it alone: the texts of all their chunks
+        read in one round trip, then each result packed into its own budget."""
+        fill_chunk_texts(self.db, [it for r in results.values() for it in r.items])
+        return {m: pack_result(r) for m, r in results.items()}
+
     def run_methods(
         self, question: str, methods: list[str], p: FusionParams
     ) -> tuple[dict[str, RetrievalResult], dict[str, str], dict[str, float]]:
-        """Every method on `question` in its own thread: (results, errors, milliseconds) by method."""
+        """Every method on `question` in its own thread: (results, errors, milliseconds) by method.
+        The results are as found, their chunks without texts and nothing packed (:meth:`finish`)."""
         results: dict[str, RetrievalResult] = {}
         errors: dict[str, str] = {}
         ms: dict[str, float] = {}
@@ -266,9 +277,9 @@ class FusionRetriever(Retriever):
         def one(method: str) -> RetrievalResult:
             start = time.perf_counter()
             try:
-                return get_retriever(method, self.db, self.embedder, self.settings, self.llm).retrieve(
-                    question, **params[method]
-                )
+                member = get_retriever(method, self.db, self.embedder, self.settings, self.llm)
+                member.defer_texts = True  # their chunks' texts are read once for all (finish)
+                return member.retrieve(question, **params[method])
             finally:
                 ms[method] = (time.perf_counter() - start) * 1000
 

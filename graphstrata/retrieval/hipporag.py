@@ -26,7 +26,6 @@ from typing import Any
 
 from pydantic import Field
 
-from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     TOP_K,
@@ -156,22 +155,16 @@ class HippoRAGRetriever(Retriever):
             top = graph.top(pi, p.top_k, ("Chunk",))
         if not top:
             return Retrieved([], Subgraph(), notes)
-        with t.stage("fetch"):
-            texts = {
-                r["id"]: r for r in self.db.read_plain(query("retrieval.chunks_by_id"), ids=[i for i, _, _ in top])
-            }
-        rows = [texts[i] | {"score": score} for i, _, score in top if i in texts]
         seeded = set(chunks)
-        items = [
+        items = [  # their texts are read after (Retriever.retrieve, or fusion for all its members at once)
             ContextItem(
-                node_id=r["id"],
+                node_id=i,
                 label="Chunk",
-                text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
-                score=float(r["score"]),
-                why="PPR from " + ("the question's passages and entities" if r["id"] in seeded else "the entities"),
-                chunk_ids=[r["id"]],
-                doc_titles=[r["title"]] if r["title"] else [],
+                text="",
+                score=score,
+                why="PPR from " + ("the question's passages and entities" if i in seeded else "the entities"),
+                chunk_ids=[i],
             )
-            for r in rows
+            for i, _, score in top
         ]
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items] + list(entities)), notes)

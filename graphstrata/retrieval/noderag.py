@@ -210,7 +210,7 @@ class NodeRAGRetriever(Retriever):
         keep = list(
             dict.fromkeys([i for i in entry if i in similar] + sorted(cross, key=lambda i: (-round(score[i], 12), i)))
         )
-        with t.stage("fetch"):
+        with t.stage("items"):
             items = self._items(graph, keep, score, similar, cross)
         notes = {
             "entities": names,
@@ -272,18 +272,9 @@ class NodeRAGRetriever(Retriever):
                         chunk_ids=r["chunks"],
                     )
                 )
-        for r in self.db.read_plain(query("retrieval.chunks_by_id"), ids=list(mass)):
-            c = r["id"]
-            items.append(
-                ContextItem(
-                    node_id=c,
-                    label="Chunk",
-                    text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
-                    score=mass[c],
-                    why="; ".join(dict.fromkeys(via[c])),
-                    chunk_ids=[c],
-                )
-            )
+        for c, m in mass.items():  # texts read after (Retriever.retrieve, or fusion for all its members)
+            why_c = "; ".join(dict.fromkeys(via[c]))
+            items.append(ContextItem(node_id=c, label="Chunk", text="", score=m, why=why_c, chunk_ids=[c]))
         return sorted(
             items, key=lambda it: (-round(it.score, 12), it.node_id)
         )  # ties by id: store order must not matter
