@@ -7,8 +7,8 @@
 
 Each method asks for its own part. Fused on one question, each also asks for the part of the method
 running beside it (fusion puts its members' parameters in the context,
-:class:`~graphstrata.retrieval.shared.FusedQuestion`), so the two calls are one request, read once: the
-second gets the first's rows (:func:`~graphstrata.retrieval.shared.single_flight`).
+:class:`~graphstrata.retrieval.shared.FusedQuestion`), so the two calls are one request, read once:
+the second gets the first's rows (:func:`~graphstrata.retrieval.shared.single_flight`).
 """
 
 from __future__ import annotations

@@ -18,16 +18,17 @@ node types for it (NodeRAG a ``SemanticUnit``, KET-RAG a ``SubChunk``, the basel
   every emitted unit and each method's time, item count and own notes (or its error).
 
 Methods run in threads and share what they would otherwise compute side by side (each once per
-fused question, :class:`graphstrata.retrieval.shared.FusedQuestion`): the question's embedding, its entities
-and their links, and the vector read of their entry points (HippoRAG's passage seeds and NodeRAG's
-similarity search are one round trip: each member is told the others' parameters,
-:mod:`graphstrata.retrieval.entries`). A method that fails or exceeds ``timeout`` is
-reported in ``notes["errors"]`` and the others are fused. Without ``methods`` it fuses the methods
-whose class sets ``fusion_rank`` (the registry decides, in that order): the two personalized-PageRank
-walks, hipporag and noderag. On all three benchmark graphs that pair ranks better than the six
-methods fused (vector, fulltext, hipporag, noderag, ketrag, e2graphrag: Recall@5 0.860 / 0.692 /
-0.672 against 0.825 / 0.662 / 0.660, Coverage higher too, bench/results/graphs-session10.md) at half
-the latency.
+fused question, :class:`graphstrata.retrieval.shared.FusedQuestion`): the question's embedding, its
+entities and their links, the vector read of their entry points (HippoRAG's passage seeds and
+NodeRAG's similarity search are one round trip: each member is told the others' parameters,
+:mod:`graphstrata.retrieval.entries`), and the texts of the chunks they rank (read once for all
+members, then each member's result packed as it would have been alone). A method that fails or
+exceeds ``timeout`` is reported in ``notes["errors"]`` and the others are fused. Without
+``methods`` it fuses the methods whose class sets ``fusion_rank`` (the registry decides, in that
+order): the two personalized-PageRank walks, hipporag and noderag. On all three benchmark graphs
+that pair ranks better than the six methods fused (vector, fulltext, hipporag, noderag, ketrag,
+e2graphrag: Recall@5 0.860 / 0.692 / 0.672 against 0.825 / 0.662 / 0.660, Coverage higher too,
+bench/results/graphs-session10.md) at half the latency.
 
 ``auto`` (routing one method per question) lives in :mod:`graphstrata.retrieval.auto`.
 """

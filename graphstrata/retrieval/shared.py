@@ -7,8 +7,8 @@ question share instead of repeating.
 - :func:`single_flight`: the first caller computes (the question's embedding, its entities and
   their links, the entry points' read), the others wait for that result. Fusion runs its methods in
   threads at once, so a cache alone would not help (they all miss at the same instant); within one
-  fusion its results are kept until the fusion ends (:class:`FusedQuestion`), so a member that comes late
-  shares them too."""
+  fusion its results are kept until the fusion ends (:class:`FusedQuestion`), so a member that
+  comes late shares them too."""
 
 from __future__ import annotations
 
