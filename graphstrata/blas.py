@@ -6,8 +6,9 @@ worker threads busy-wait after each call: on a machine with few cores they take 
 Neo4j, the embedding pool and a question's other threads (fusion's members) need. Measured in
 bench/results/latency.md (run ``session13``).
 
-The embedding model runs on onnxruntime's own pool (``GRAPHSTRATA_EMBED_THREADS``) and spaCy on
-its own BLAS (blis): neither is affected.
+The embedding model runs on onnxruntime's own pool (``GRAPHSTRATA_EMBED_THREADS``) and is not
+affected. spaCy's matrix products do run on this BLAS (:func:`graphstrata.text.nlp.matmul_ops`), one
+thread each, as spaCy runs in ingest and for a question.
 """
 
 from __future__ import annotations
