@@ -156,6 +156,20 @@ def graph(db: Database) -> Database:
     return fresh_graph(db)
 
 
+@pytest.fixture(scope="module")
+def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
+    """samples/corpus ingested with spaCy and augmented, once per test module that asks for it (a
+    module that needs another corpus defines its own ``corpus``)."""
+    from graphstrata.client import GraphStrata
+    from graphstrata.ingest.pipeline import IngestOptions
+
+    wipe(db)
+    gs = GraphStrata(neo4j_settings, db=db)
+    gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
+    gs.augment()
+    return gs
+
+
 @pytest.fixture
 def gs(graph: Database, neo4j_settings: Settings) -> GraphStrata:
     """A GraphStrata on `graph` (wiped, schema applied)."""

@@ -10,10 +10,7 @@ from typing import Any
 import pytest
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import Settings
 from graphstrata.cypher import query
-from graphstrata.db import Database
-from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.retrieval.base import get_retriever
 from graphstrata.retrieval.fusion import FusionParams, FusionRetriever
 from graphstrata.retrieval.linking import clear_cache
@@ -23,17 +20,6 @@ QUESTIONS = [
     "Which American rock band recorded an album in North Carolina?",
     "Who wrote The Hukilau Song?",
 ]
-
-
-@pytest.fixture(scope="module")
-def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
-    from tests.conftest import wipe
-
-    wipe(db)
-    gs = GraphStrata(neo4j_settings, db=db)
-    gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
-    gs.augment()
-    return gs
 
 
 @pytest.fixture

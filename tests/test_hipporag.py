@@ -7,10 +7,8 @@ import numpy as np
 import pytest
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.retrieval.hipporag import GRAPH, WITHOUT_RELATIONS, seed_weights, warm
 from graphstrata.retrieval.linking import LinkedEntity
 from graphstrata.walkgraph import walk_graph
@@ -107,17 +105,6 @@ def test_seed_weights_follow_the_paper_worked_by_hand() -> None:
     assert only_fb == pytest.approx({"c": 2 / 3, "a": 1 / 3})
     _, no_fb = seed_weights(passages, linked, feedback, 0.05, 0.0)
     assert no_fb == pytest.approx({"a": 1 / 3, "b": 2 / 3})
-
-
-@pytest.fixture(scope="module")
-def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
-    from tests.conftest import wipe
-
-    wipe(db)
-    gs = GraphStrata(neo4j_settings, db=db)
-    gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
-    gs.augment()
-    return gs
 
 
 def _titles(gs: GraphStrata, ids: list[str]) -> list[str]:

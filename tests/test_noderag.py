@@ -7,10 +7,8 @@ import numpy as np
 import pytest
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import Settings
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.ingest.pipeline import IngestOptions
 from graphstrata.retrieval.noderag import GRAPH, RETRIEVABLE, WALKED, feedback_entities, warm
 from graphstrata.walkgraph import walk_graph
 
@@ -62,17 +60,6 @@ def test_ppr_equals_numpy_power_iteration(empty_db: Database, alpha: float, t: i
         n for n in nodes if min(nx.shortest_path_length(g, s, n) if nx.has_path(g, s, n) else 99 for s in sources) > t
     }
     assert not far & set(ours)
-
-
-@pytest.fixture(scope="module")
-def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
-    from tests.conftest import wipe
-
-    wipe(db)
-    gs = GraphStrata(neo4j_settings, db=db)
-    gs.ingest(["samples/corpus"], IngestOptions(extractor="spacy"))
-    gs.augment()
-    return gs
 
 
 def test_augment_leaves_the_graph_read(corpus: GraphStrata) -> None:
