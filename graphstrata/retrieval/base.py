@@ -156,6 +156,11 @@ def pack(items: list[ContextItem], budget: int) -> list[ContextItem]:
     return fit_items(items, budget)
 
 
+def chunk_text(title: str, text: str) -> str:
+    """A chunk as context: its document's title on the first line, when it has one."""
+    return f"{title}\n{text}" if title else text
+
+
 def fill_chunk_texts(db: Database, items: Iterable[ContextItem]) -> None:
     """Give the ``Chunk`` items that have no text yet theirs (after their document's title) and their
     document title, in one read. A method that ranks chunks in memory returns them without text; the
@@ -169,7 +174,7 @@ def fill_chunk_texts(db: Database, items: Iterable[ContextItem]) -> None:
     for it in todo:
         r = rows.get(it.node_id)
         if r is not None:
-            it.text = f"{r['title']}\n{r['text']}" if r["title"] else r["text"]
+            it.text = chunk_text(r["title"], r["text"])
             it.doc_titles = [r["title"]] if r["title"] else []
 
 

@@ -14,6 +14,7 @@ from graphstrata.retrieval.base import (
     RetrieverParams,
     Subgraph,
     Timer,
+    chunk_text,
     hnsw_candidates,
     register,
 )
@@ -57,7 +58,7 @@ def chunk_items(rows: list[dict], why: str) -> list[ContextItem]:
         ContextItem(
             node_id=r["id"],
             label="Chunk",
-            text=f"{r['title']}\n{r['text']}" if r["title"] else r["text"],
+            text=chunk_text(r["title"], r["text"]),
             score=float(r["score"]),
             why=why,
             chunk_ids=[r["id"]],
