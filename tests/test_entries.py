@@ -114,5 +114,5 @@ def test_the_shared_read_holds_each_part_as_read_alone(corpus: GraphStrata) -> N
         assert both.entries == only_similar.entries
         assert sum(e["via"] == "similarity" for e in both.entries) == 6
         assert sum(e["via"] == "fact" for e in both.entries) == min(3, facts)  # spaCy's relations have no vectors
-        assert only_seeds.entries == [] and only_similar.passages == [] and only_similar.feedback == []
+        assert only_seeds.entries == [] and only_similar.passages == {} and only_similar.feedback == []
         assert both.version == only_seeds.version is not None

@@ -95,7 +95,7 @@ def test_seed_weights_follow_the_paper_worked_by_hand() -> None:
         LinkedEntity(id="b", name="B", query_name="B", via="words", score=0.5, chunks=1),  # 0.5 x 1
     ]
     feedback = [{"id": "c", "name": "C", "chunks": 2}, {"id": "a", "name": "A", "chunks": 4}]
-    passages = [{"id": "p", "score": 0.9}, {"id": "q", "score": 0.7}, {"id": "r", "score": 0.5}]
+    passages = {"p": 0.9, "q": 0.7, "r": 0.5}
     chunks, entities = seed_weights(passages, linked, feedback, passage_weight=0.05, feedback_weight=1.0)
     # linked mass 0.25 + 0.5 = 0.75; feedback 1/2 and 1/4 scaled to 0.75 in total: c 0.5, a +0.25
     assert entities == pytest.approx({"a": 0.5 / 1.5, "b": 0.5 / 1.5, "c": 0.5 / 1.5})

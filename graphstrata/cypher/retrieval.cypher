@@ -15,20 +15,21 @@ RETURN id, text, title, score;
 
 // name: chunks_by_id
 // The text of chunks a method ranked in memory (a chunk a concurrent delete took away is absent;
-// its properties read once, as in vector_chunks).
+// its properties read once, as in vector_chunks), in one row: the driver's cost is per record.
 UNWIND $ids AS id
 MATCH (c:Chunk {id: id})
 WITH id, c.text AS text, coalesce(c.doc_title, '') AS title
 WHERE text IS NOT NULL
-RETURN id, title, text;
+RETURN collect({id: id, title: title, text: text}) AS chunks;
 
 // name: entry_points
 // The question vector's entry points into the graph (retrieval/entries.py), each part skipped when
 // not asked for ($passage_k = 0; $indexes empty and $fact_k = 0), and the graph's version (which
 // walk graph to use), in one round trip:
-// - `passages`, `feedback`: HippoRAG 2's passage seeds (§3.2), the $passage_k passages nearest the
-//   question by dense score, and the entities of the nearest one with the number of passages that
-//   mention each (node specificity);
+// - `passage_ids`, `passage_scores`, `feedback`: HippoRAG 2's passage seeds (§3.2), the $passage_k
+//   passages nearest the question by dense score (two lists: the driver decodes them faster than as
+//   many maps), and the entities of the nearest one with the number of passages that mention each
+//   (node specificity);
 // - `entries`: NodeRAG's similarity search (§2.5), one top-$k over all rich nodes S, A, H, T (the
 //   paper's single HNSW; cosine scores of one embedder are comparable across the per-label indexes,
 //   so merging their top-k lists is exact), and, as HippoRAG 2 matches the question against facts,
@@ -38,7 +39,7 @@ CALL () {
   CALL db.index.vector.queryNodes('chunk_embedding', $passage_candidates, $vector) YIELD node, score
   WHERE node.id IS NOT NULL
   WITH node, score ORDER BY score DESC LIMIT $passage_k
-  RETURN collect({id: node.id, score: score}) AS passages, head(collect(node)) AS best
+  RETURN collect(node.id) AS passage_ids, collect(score) AS passage_scores, head(collect(node)) AS best
 }
 CALL (best) {
   OPTIONAL MATCH (best)-[:MENTIONS]->(e:Entity)
@@ -65,7 +66,7 @@ CALL () {
   RETURN collect({id: id, label: label, via: via, score: score}) AS entries
 }
 OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
-RETURN passages, feedback, entries, m.updated_at AS version;
+RETURN passage_ids, passage_scores, feedback, entries, m.updated_at AS version;
 
 // name: fulltext_chunks
 // Lucene full-text over chunk text and document title (the `fulltext` baseline); properties read

@@ -170,7 +170,8 @@ def fill_chunk_texts(db: Database, items: Iterable[ContextItem]) -> None:
     if not todo:
         return
     ids = list(dict.fromkeys(it.node_id for it in todo))
-    rows = {r["id"]: r for r in db.read_plain(query("retrieval.chunks_by_id"), ids=ids)}
+    (row,) = db.read_plain(query("retrieval.chunks_by_id"), ids=ids)
+    rows = {r["id"]: r for r in row["chunks"]}
     for it in todo:
         r = rows.get(it.node_id)
         if r is not None:

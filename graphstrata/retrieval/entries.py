@@ -36,7 +36,7 @@ class SimilaritySearch(NamedTuple):
 
 
 class Entries(NamedTuple):
-    passages: list[dict]  # {id, score}, nearest first (empty unless PassageSeeds were asked for)
+    passages: dict[str, float]  # id -> dense score, nearest first (empty unless PassageSeeds were asked for)
     feedback: list[dict]  # {id, name, chunks}: the entities of the nearest passage
     entries: list[dict]  # {id, label, via: similarity | fact, score} (empty unless SimilaritySearch)
     version: Any  # when the stored graph last changed
@@ -73,4 +73,5 @@ def _read(db: Database, vector: list[float], seeds: PassageSeeds | None, similar
         fact_k=similar.fact_k if similar else 0,
         fact_candidates=similar.fact_candidates if similar else 0,
     )
-    return Entries(row["passages"], row["feedback"], row["entries"], row["version"])
+    passages = dict(zip(row["passage_ids"], row["passage_scores"], strict=True))
+    return Entries(passages, row["feedback"], row["entries"], row["version"])

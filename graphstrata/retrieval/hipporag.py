@@ -22,6 +22,7 @@ graph built without an LLM as well as with one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import Field
@@ -82,7 +83,7 @@ class HippoRAGParams(RetrieverParams):
 
 
 def seed_weights(
-    passages: list[dict],
+    passages: Mapping[str, float],
     linked: list[LinkedEntity],
     feedback: list[dict],
     passage_weight: float,
@@ -106,11 +107,10 @@ def seed_weights(
             entities[i] = entities.get(i, 0.0) + w * scale
     total = sum(entities.values())
     entities = {i: w / total for i, w in entities.items()} if total > 0 else {}
-    scores = [p["score"] for p in passages]
-    lo, hi = (min(scores), max(scores)) if scores else (0.0, 0.0)
+    lo, hi = (min(passages.values()), max(passages.values())) if passages else (0.0, 0.0)
     chunks = {
-        p["id"]: passage_weight * ((p["score"] - lo) / (hi - lo) if hi > lo else 1.0)
-        for p in passages
+        i: passage_weight * ((score - lo) / (hi - lo) if hi > lo else 1.0)
+        for i, score in passages.items()
         if passage_weight > 0
     }
     return {i: w for i, w in chunks.items() if w > 0}, entities
