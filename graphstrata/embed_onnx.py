@@ -193,7 +193,8 @@ class OnnxEncoder:
     Two sessions over the same graph: one with a thread per core (batches, and a question embedded
     while nothing else runs) and one with a single thread (``one_core=True``), for a question whose
     method parses it beside the embedding: a pool of a thread per core there waits at every operator
-    for the core the parse holds (README, "Embeddings offline").
+    for the core the parse holds (README, "Embeddings offline"); the int8 encoder's texts, one per
+    run, run on it side by side, one per core (:meth:`graphstrata.embed.MiniLMEmbedder.compute`).
     Both give the same vectors, bit for bit (tests/test_embed.py). ``int8``: the graph of
     :func:`quantize_int8` (kept in ``model_cache``)."""
 
@@ -211,8 +212,7 @@ class OnnxEncoder:
         model = quantize_int8(proto, model_cache) if int8 else proto.SerializeToString()
         self.threads = threads or default_threads()
         self.session = _session(model, self.threads)
-        # the int8 encoder embeds stored texts, never a question beside its parse: no second session
-        self.single = self.session if self.threads == 1 or int8 else _session(model, 1)
+        self.single = self.session if self.threads == 1 else _session(model, 1)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray, one_core: bool = False) -> np.ndarray:
         session = self.single if one_core else self.session

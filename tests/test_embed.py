@@ -183,6 +183,21 @@ def test_int8_vector_is_a_function_of_the_text_alone(int8: MiniLMEmbedder) -> No
     assert np.array_equal(two, alone) and np.array_equal(one, alone)
 
 
+def test_int8_texts_share_the_cores_and_keep_their_vectors() -> None:
+    """Several texts at int8 run side by side, one single-threaded run per core, in order; each vector
+    is the one the text gets alone on the whole pool, bit for bit."""
+    emb = MiniLMEmbedder(runtime="onnx", precision="int8", threads=2)
+    texts = ["short", *PASSAGES, "word " * 120, "Leland, North Carolina"]
+    seen: list[int] = []
+    together = emb.compute(texts, progress=seen.append)
+    assert emb._pool is not None and sum(seen) == len(texts)  # the workers ran them, progress counted
+    for text, got in zip(texts, together, strict=True):
+        assert np.array_equal(got, emb.compute([text])[0]), text
+    floats = MiniLMEmbedder(runtime="onnx", threads=2)
+    floats.compute(texts)
+    assert floats._pool is None  # float32 batches keep the pool of threads inside each run
+
+
 def test_int8_graph_is_quantised_once_and_kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The quantised graph is written whole to the model cache, and a later build reads it back
     instead of quantising again; the encoder over the kept graph gives the same vectors."""
