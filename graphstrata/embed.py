@@ -270,7 +270,7 @@ class MiniLMEmbedder:
         else:
             # The int8 encoder runs one text at a time: too little work per operator to share among
             # threads, so the texts share the cores instead, one single-threaded run per core (the
-            # same vectors; measured 1.47x the texts/s on 2 cores: bench/results/embed.md)
+            # same vectors; bench/results/embed.md)
             runs = pool.map(lambda idx: forward(idx, True), batches)
         for idx, vecs in zip(batches, runs, strict=True):
             out[idx] = vecs
