@@ -17,7 +17,8 @@ weights per output channel; each activation tensor quantised with one scale at r
 integer products): about twice the texts per core on this encoder, vectors at cosine ~0.995 of the
 float32 ones (tests/test_embed.py). Because the activation scale spans the whole batch, a text's
 vector would depend on its batch-mates; the int8 encoder is therefore run one text at a time
-(graphstrata/embed.py), which keeps every text's vector a function of the text alone.
+(graphstrata/embed.py, several texts side by side, one per core), which keeps every text's vector a
+function of the text alone.
 """
 
 from __future__ import annotations
