@@ -425,6 +425,25 @@ def test_batches_of_any_size_build_the_same_graph_and_embed_each_name_once(
     assert missing == 0
 
 
+def test_batches_are_short_at_both_ends_and_cover_every_document_once() -> None:
+    from graphstrata.ingest.pipeline import _batches
+
+    def sizes(n: int, size: int) -> list[int]:
+        docs = list(range(n))
+        batches = list(_batches(docs, size))
+        assert [d for b in batches for d in b] == docs  # in order, each once
+        return [len(b) for b in batches]
+
+    # hotpotqa_dev100's 994 documents at the default 256: an eighth first, the last 256 as 128, 64, 32, 32
+    assert sizes(994, 256) == [32, 256, 256, 194, 128, 64, 32, 32]
+    assert sizes(32 + 256, 256) == [32, 128, 64, 32, 32]
+    assert sizes(100, 256) == [32, 34, 34]  # halves of the 68 left would be under an eighth
+    assert sizes(20, 256) == [20]
+    assert sizes(3, 1) == [1, 1, 1]
+    assert sizes(5, 2) == [1, 2, 1, 1]
+    assert sizes(0, 256) == []
+
+
 def test_next_batch_is_parsed_while_the_last_is_written(gs: GraphStrata, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 

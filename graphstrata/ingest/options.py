@@ -27,7 +27,8 @@ class IngestOptions(BaseModel):
         256,
         ge=1,
         le=100_000,
-        description="documents prepared (chunked, parsed, embedded) at once; the first batch is an eighth of that",
+        description="documents prepared (chunked, parsed, embedded) at once; the first batch is an eighth of that, "
+        "the last ones halve down to it",
     )
     group_chunks: int = Field(256, ge=1, le=100_000, description="chunks per write transaction (whole documents only)")
     max_document_bytes: int = Field(

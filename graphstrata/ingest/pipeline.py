@@ -449,13 +449,24 @@ def analyse_chunks(
 
 
 def _batches(docs: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:
-    """Batches of ``size`` documents, the first an eighth of that: the embedding and writing threads
-    get their first work after a short parse rather than a long one."""
-    first = max(1, size // 8)
-    if docs:
-        yield docs[:first]
-    for start in range(first, len(docs), size):
-        yield docs[start : start + size]
+    """Batches of ``size`` documents, short at both ends: the first an eighth of ``size``, so that the
+    embedding and writing threads get their first work after a short parse; the last ``size``
+    documents in batches halving down to an eighth, so that little is left once the last text is
+    embedded (that batch's entity names and its write, on the writing thread alone)."""
+    least = max(1, size // 8)
+    head = min(len(docs), least)
+    tail = min(len(docs) - head, size)
+    body = len(docs) - head - tail
+    sizes = [head, *[size] * (body // size), body % size]
+    while tail:
+        part = tail // 2 if tail // 2 >= least else tail
+        sizes.append(part)
+        tail -= part
+    start = 0
+    for n in sizes:
+        if n:
+            yield docs[start : start + n]
+            start += n
 
 
 class _Abandoned(Exception):
