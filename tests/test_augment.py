@@ -296,3 +296,61 @@ def test_similarity_layers_after_an_ingest_write_only_what_changed(ctx: AugmentC
     ctx.db.write("MATCH ()-[r:SIMILAR|SEMANTIC]->() DELETE r")
     run(ctx, ["chunk_knn", "entity_similarity", "semantic_edges"])
     assert _layers(ctx.db) == incremental
+
+
+def test_the_noderag_lane_runs_beside_the_other_stages_and_builds_the_same_graph(
+    ctx: AugmentContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from graphstrata import augment
+    from tests.conftest import wipe
+    from tests.test_ingest import snapshot
+
+    for name in augment.order():  # one stage at a time, in pipeline order
+        run(ctx, [name])
+    one_by_one = snapshot(ctx.db)
+
+    wipe(ctx.db)
+    GraphStrata(ctx.settings, db=ctx.db).ingest_texts(DOCS, IngestOptions(extractor="spacy"))
+    started = {"important_entities": threading.Event(), "chunk_knn": threading.Event()}
+    threads: dict[str, str] = {}
+
+    def meeting(name: str, other: str):
+        stage_fn = augment.STAGES[name]
+
+        def fn(c: AugmentContext):
+            threads[name] = threading.current_thread().name
+            started[name].set()
+            # each lane's first stage waits for the other's: run one after the other, this times out
+            assert started[other].wait(60), f"{other} did not start while {name} ran"
+            return stage_fn(c)
+
+        return fn
+
+    monkeypatch.setitem(augment.STAGES, "important_entities", meeting("important_entities", "chunk_knn"))
+    monkeypatch.setitem(augment.STAGES, "chunk_knn", meeting("chunk_knn", "important_entities"))
+    reports = run(ctx)
+    assert [r.stage for r in reports] == augment.order()
+    assert threads["important_entities"] != threads["chunk_knn"]
+    assert snapshot(ctx.db) == one_by_one
+
+
+def test_a_stage_a_transient_error_ends_is_run_again(ctx: AugmentContext, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neo4j.exceptions import TransientError
+
+    from graphstrata import augment
+
+    calls = []
+    stage_fn = augment.STAGES["core_chunks"]
+
+    def deadlocked_once(c: AugmentContext):
+        calls.append(1)
+        if len(calls) == 1:
+            raise TransientError("deadlock detected")
+        return stage_fn(c)
+
+    monkeypatch.setitem(augment.STAGES, "core_chunks", deadlocked_once)
+    reports = run(ctx, ["chunk_knn", "core_chunks", "important_entities"])
+    assert len(calls) == 2 and [r.stage for r in reports] == ["chunk_knn", "core_chunks", "important_entities"]
+    assert ctx.db.read_one("MATCH (c:Chunk) WHERE c.is_core RETURN count(c) AS n")["n"] > 0

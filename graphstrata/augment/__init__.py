@@ -5,11 +5,15 @@ what it wrote before, never duplicates it)."""
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from neo4j.exceptions import TransientError
 from pydantic import BaseModel, Field
 
 from graphstrata.augment.params import AugmentParams
@@ -109,30 +113,70 @@ def load_stages() -> None:
         importlib.import_module(f"{__name__}.{mod}")
 
 
+#: NodeRAG's chain, each stage reading the one before (G1's important entities and their attributes,
+#: Leiden over G1 + A, K-means over S/A/H, semantic edges over T/S/A/H): it reads nothing the other
+#: stages write (chunk and entity similarity, synonyms, descriptions, core chunks, DA-RAG's chunk
+#: layer, the summary tree) and they read nothing it writes, so the two lanes run side by side, each
+#: waiting on Neo4j or the embedder while the other computes.
+NODERAG_LANE = ("important_entities", "communities", "semantic_matching", "semantic_edges")
+#: Runs of a stage a transient error (a deadlock with the other lane's writes) may end: stages are
+#: idempotent, so such a stage is run again.
+STAGE_ATTEMPTS = 3
+
+
 def run(
     ctx: AugmentContext, names: list[str] | None = None, on_stage: Callable[[str, int, int], None] | None = None
 ) -> list[StageReport]:
-    """Run the stages ``names`` (default: all) in pipeline order; ``on_stage(name, i, n)`` before each."""
+    """Run the stages ``names`` (default: all), each lane (:data:`NODERAG_LANE`, the rest) in pipeline
+    order, the two side by side; ``on_stage(name, i, n)`` as each starts. Reports in pipeline order."""
     pipeline = order()
     unknown = [n for n in names or [] if n not in STAGES]
     if unknown:
         raise ValueError(f"unknown augment stage(s) {unknown}; available: {', '.join(pipeline)}")
-    reports = []
     todo = [n for n in pipeline if not names or n in names]
+    noderag = [n for n in todo if n in NODERAG_LANE]
+    lanes = [lane for lane in (noderag, [n for n in todo if n not in NODERAG_LANE]) if lane]
+    reports: dict[str, StageReport] = {}
+    started = itertools.count(1)
+    failed = threading.Event()  # one lane's failure: the other starts no further stage
+
+    def run_lane(stages: list[str], advance: Callable[[int], None]) -> None:
+        for name in stages:
+            if failed.is_set():
+                return
+            if on_stage is not None:
+                on_stage(name, next(started), len(todo))
+            try:
+                reports[name] = _run_stage(ctx, name)
+            except BaseException:
+                failed.set()
+                raise
+            advance(1)
+
     try:
-        with ctx.tracker.stage("augment", len(todo)) as advance:
-            for i, name in enumerate(todo, 1):
-                if on_stage is not None:
-                    on_stage(name, i, len(todo))
-                t = time.perf_counter()
-                with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
-                    try:
-                        report = STAGES[name](ctx)
-                    except GDSError as e:  # e.g. a projection too large: say which stage
-                        raise type(e)(f"augment stage {name}: {e}") from e
-                report.seconds = round(time.perf_counter() - t, 3)
-                reports.append(report)
-                advance(1)
+        with (
+            ctx.tracker.stage("augment", len(todo)) as advance,
+            ThreadPoolExecutor(max(1, len(lanes)), thread_name_prefix="graphstrata-augment") as pool,
+        ):
+            for f in [pool.submit(run_lane, stages, advance) for stages in lanes]:
+                f.result()  # the first lane's error, once both lanes have stopped
     finally:
         ctx.tracker.close()
-    return reports
+    return [reports[n] for n in todo]
+
+
+def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
+    for attempt in range(1, STAGE_ATTEMPTS + 1):
+        t = time.perf_counter()
+        with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
+            try:
+                report = STAGES[name](ctx)
+            except GDSError as e:  # e.g. a projection too large: say which stage
+                raise type(e)(f"augment stage {name}: {e}") from e
+            except TransientError:
+                if attempt == STAGE_ATTEMPTS:
+                    raise
+                continue
+        report.seconds = round(time.perf_counter() - t, 3)
+        return report
+    raise AssertionError("unreachable")
