@@ -20,7 +20,7 @@ def main() -> dict:
         total = time.perf_counter() - t
         t = time.perf_counter()
         augment = {r.stage: r.seconds for r in gs.augment()}  # issue 5: each augmentation stage's time
-        augment_total = time.perf_counter() - t  # the stages one after the other, then the PPR warm-up
+        augment_total = time.perf_counter() - t  # the stages in their two lanes, then the PPR warm-up
         stats = gs.stats()
     s = report.seconds
     embed = s.get("embed", 0.0)
@@ -60,8 +60,8 @@ def main() -> dict:
         "",
         "## Augmentation stages (graphstrata augment, no LLM)",
         "",
-        f"Total {augment_total:.1f} s: the stages one after the other, then the warm-up of the PPR methods' "
-        "projections (the time not in the table).",
+        f"Total {augment_total:.1f} s: the stages (NodeRAG's chain beside the others), then the warm-up of the PPR "
+        "methods' projections.",
         "",
         "| stage | seconds |",
         "|---|---|",
