@@ -24,6 +24,7 @@ import pytest
 
 from graphstrata.client import GraphStrata
 from graphstrata.db import Database
+from graphstrata.ingest import write
 from graphstrata.ingest.chunk import split_subchunks, token_chunks
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions
@@ -169,8 +170,25 @@ def reader(gs: GraphStrata, expected: dict, going: Going, stop: threading.Event,
             time.sleep(0.05)
 
 
-def run_with_reader(gs: GraphStrata, expected: dict, going: Going, work) -> Observations:
-    seen = Observations()
+def looked_again(seen: Observations, deadline: float = 120.0):
+    """A write hook (``ingest.write.FAULT_HOOK``): each document write and removal waits, inside its
+    transaction, until the reader has checked the graph and retrieved once more, so the reader sees the
+    corpus between every two writes however busy the machine is (a condition, not a speed)."""
+
+    def hook(name: str) -> None:
+        if name in ("set_documents", "delete_document_nodes"):
+            target, end = seen.retrievals + 1, time.monotonic() + deadline
+            while seen.retrievals < target:
+                assert time.monotonic() < end, "the reader made no progress"
+                time.sleep(0.01)
+
+    return hook
+
+
+def run_with_reader(
+    gs: GraphStrata, expected: dict, going: Going, work, seen: Observations | None = None
+) -> Observations:
+    seen = seen if seen is not None else Observations()
     stop = threading.Event()
     with GraphStrata(gs.settings, db=Database.from_settings(gs.settings), embedder=gs.embedder) as rgs:
         t = threading.Thread(target=reader, args=(rgs, expected, going, stop, seen), daemon=True)
@@ -189,12 +207,20 @@ SECOND = [(f"doc{i:02d}", text_of(i, 1)) for i in range(0, 16, 2)]  # every othe
 DELETED = [f"doc{i:02d}" for i in range(1, 16, 4)]  # 4 deleted
 
 
-def test_documents_being_added_are_seen_whole_or_not_at_all(gs: GraphStrata, graph: Database) -> None:
+def test_documents_being_added_are_seen_whole_or_not_at_all(
+    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = whole(FIRST)
     assert min(chunks for chunks, _ in expected.values()) >= 2, "documents must span chunks to test anything"
     gs.ingest_texts(FIRST[:1], OPTS)  # load the models before the reader starts
-    seen = run_with_reader(
-        gs, expected, Going(), lambda: gs.ingest_texts(FIRST[1:], OPTS.model_copy(update={"batch_documents": 3}))
+    seen = Observations()
+    monkeypatch.setattr(write, "FAULT_HOOK", looked_again(seen))
+    run_with_reader(
+        gs,
+        expected,
+        Going(),
+        lambda: gs.ingest_texts(FIRST[1:], OPTS.model_copy(update={"batch_documents": 3})),
+        seen,
     )
     assert not seen.errors, seen.errors[:3]
     assert not seen.violations, seen.violations[:5]
@@ -207,7 +233,9 @@ def test_documents_being_added_are_seen_whole_or_not_at_all(gs: GraphStrata, gra
 
 
 @pytest.mark.slow
-def test_replacements_and_deletions_never_show_a_new_version_in_part(gs: GraphStrata, graph: Database) -> None:
+def test_replacements_and_deletions_never_show_a_new_version_in_part(
+    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     gs.ingest_texts(FIRST, OPTS)
     expected = whole(FIRST) | whole(SECOND)
     outgoing = [t for t, _ in SECOND] + DELETED
@@ -227,7 +255,9 @@ def test_replacements_and_deletions_never_show_a_new_version_in_part(gs: GraphSt
             if to_delete:
                 gs.delete(to_delete.pop())
 
-    seen = run_with_reader(gs, expected, going, churn)
+    seen = Observations()
+    monkeypatch.setattr(write, "FAULT_HOOK", looked_again(seen))
+    run_with_reader(gs, expected, going, churn, seen)
     assert not seen.errors, seen.errors[:3]
     assert not seen.violations, seen.violations[:5]
     assert seen.snapshots >= 5 and seen.retrievals >= 5, (seen.snapshots, seen.retrievals)
