@@ -185,17 +185,18 @@ def looked_again(seen: Observations, deadline: float = 120.0):
     return hook
 
 
-def run_with_reader(
-    gs: GraphStrata, expected: dict, going: Going, work, seen: Observations | None = None
-) -> Observations:
-    seen = seen if seen is not None else Observations()
+def run_with_reader(gs: GraphStrata, expected: dict, going: Going, work) -> Observations:
+    """``work()`` (writes) while a reader checks the graph and retrieves, once between every two writes."""
+    seen = Observations()
     stop = threading.Event()
     with GraphStrata(gs.settings, db=Database.from_settings(gs.settings), embedder=gs.embedder) as rgs:
         t = threading.Thread(target=reader, args=(rgs, expected, going, stop, seen), daemon=True)
         t.start()
         try:
+            write.FAULT_HOOK = looked_again(seen)
             work()
         finally:
+            write.FAULT_HOOK = None
             time.sleep(0.3)  # a last look at the end state
             stop.set()
             t.join(timeout=120)
@@ -207,20 +208,12 @@ SECOND = [(f"doc{i:02d}", text_of(i, 1)) for i in range(0, 16, 2)]  # every othe
 DELETED = [f"doc{i:02d}" for i in range(1, 16, 4)]  # 4 deleted
 
 
-def test_documents_being_added_are_seen_whole_or_not_at_all(
-    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_documents_being_added_are_seen_whole_or_not_at_all(gs: GraphStrata, graph: Database) -> None:
     expected = whole(FIRST)
     assert min(chunks for chunks, _ in expected.values()) >= 2, "documents must span chunks to test anything"
     gs.ingest_texts(FIRST[:1], OPTS)  # load the models before the reader starts
-    seen = Observations()
-    monkeypatch.setattr(write, "FAULT_HOOK", looked_again(seen))
-    run_with_reader(
-        gs,
-        expected,
-        Going(),
-        lambda: gs.ingest_texts(FIRST[1:], OPTS.model_copy(update={"batch_documents": 3})),
-        seen,
+    seen = run_with_reader(
+        gs, expected, Going(), lambda: gs.ingest_texts(FIRST[1:], OPTS.model_copy(update={"batch_documents": 3}))
     )
     assert not seen.errors, seen.errors[:3]
     assert not seen.violations, seen.violations[:5]
@@ -233,9 +226,7 @@ def test_documents_being_added_are_seen_whole_or_not_at_all(
 
 
 @pytest.mark.slow
-def test_replacements_and_deletions_never_show_a_new_version_in_part(
-    gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_replacements_and_deletions_never_show_a_new_version_in_part(gs: GraphStrata, graph: Database) -> None:
     gs.ingest_texts(FIRST, OPTS)
     expected = whole(FIRST) | whole(SECOND)
     outgoing = [t for t, _ in SECOND] + DELETED
@@ -255,9 +246,7 @@ def test_replacements_and_deletions_never_show_a_new_version_in_part(
             if to_delete:
                 gs.delete(to_delete.pop())
 
-    seen = Observations()
-    monkeypatch.setattr(write, "FAULT_HOOK", looked_again(seen))
-    run_with_reader(gs, expected, going, churn, seen)
+    seen = run_with_reader(gs, expected, going, churn)
     assert not seen.errors, seen.errors[:3]
     assert not seen.violations, seen.violations[:5]
     assert seen.snapshots >= 5 and seen.retrievals >= 5, (seen.snapshots, seen.retrievals)

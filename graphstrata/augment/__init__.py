@@ -166,8 +166,8 @@ def run(
 
 
 def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
+    t = time.perf_counter()  # a stage's time includes its attempts a transient error ended
     for attempt in range(1, STAGE_ATTEMPTS + 1):
-        t = time.perf_counter()
         with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
             try:
                 report = STAGES[name](ctx)
