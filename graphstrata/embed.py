@@ -268,9 +268,12 @@ class MiniLMEmbedder:
         if pool is None:
             runs = (forward(idx, one_core) for idx in batches)
         else:
-            # The int8 encoder runs one text at a time: too little work per operator to share among
-            # threads, so the texts share the cores instead, one single-threaded run per core (the
-            # same vectors; bench/results/embed.md)
+            # Several batches share the cores as one single-threaded run per core rather than each
+            # batch splitting every operator among a thread per core: a run then never waits at an
+            # operator's end for a core another process (or ingest's parse) holds, and a one-text
+            # int8 run is too little work to split anyway. The same vectors, bit for bit. Longest
+            # batches first, so that the last runs, one per core, end close together.
+            batches = batches[::-1]
             runs = pool.map(lambda idx: forward(idx, True), batches)
         for idx, vecs in zip(batches, runs, strict=True):
             out[idx] = vecs
@@ -279,9 +282,9 @@ class MiniLMEmbedder:
         return out
 
     def _text_pool(self) -> ThreadPoolExecutor | None:
-        """Workers for the runs of the one-text-per-run (int8) encoder: one per core it may use."""
+        """Workers for single-threaded runs side by side: one per core the encoder may use."""
         threads = getattr(self._encode, "threads", 1)
-        if self.batch_size != 1 or threads < 2:
+        if threads < 2:
             return None
         with self._siblings_lock:
             if self._pool is None:

@@ -193,9 +193,23 @@ def test_int8_texts_share_the_cores_and_keep_their_vectors() -> None:
     assert emb._pool is not None and sum(seen) == len(texts)  # the workers ran them, progress counted
     for text, got in zip(texts, together, strict=True):
         assert np.array_equal(got, emb.compute([text])[0]), text
-    floats = MiniLMEmbedder(runtime="onnx", threads=2)
-    floats.compute(texts)
-    assert floats._pool is None  # float32 batches keep the pool of threads inside each run
+
+
+def test_float32_batches_share_the_cores_and_keep_their_vectors() -> None:
+    """Several float32 batches run side by side, one single-threaded run per core (longest first),
+    and give the vectors of the same batches run one after the other, bit for bit, in the texts'
+    order; a single batch keeps the pool of a thread per core."""
+    texts = ["short", *PASSAGES, "word " * 120, "Leland, North Carolina", "a b c", "Kure Beach"]
+    side = MiniLMEmbedder(runtime="onnx", threads=2, batch_size=2)
+    seen: list[int] = []
+    got = side.compute(texts, progress=seen.append)
+    assert side._pool is not None and sum(seen) == len(texts)
+    in_turn = MiniLMEmbedder(runtime="onnx", threads=1, batch_size=2)
+    assert np.array_equal(got, in_turn.compute(texts))
+    assert in_turn._pool is None
+    one = MiniLMEmbedder(runtime="onnx", threads=2)
+    one.compute(texts[:3])  # one batch
+    assert one._pool is None
 
 
 def test_int8_graph_is_quantised_once_and_kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
