@@ -170,17 +170,25 @@ def reader(gs: GraphStrata, expected: dict, going: Going, stop: threading.Event,
             time.sleep(0.05)
 
 
-def looked_again(seen: Observations, deadline: float = 120.0):
+def look_again(seen: Observations, deadline: float = 120.0) -> bool:
+    """Wait until the reader has checked the graph and retrieved once more; False if it did not
+    within ``deadline`` seconds."""
+    target, end = seen.retrievals + 1, time.monotonic() + deadline
+    while seen.retrievals < target:
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def looked_again(seen: Observations):
     """A write hook (``ingest.write.FAULT_HOOK``): each document write and removal waits, inside its
-    transaction, until the reader has checked the graph and retrieved once more, so the reader sees the
+    transaction, until the reader has looked once more (:func:`look_again`), so the reader sees the
     corpus between every two writes however busy the machine is (a condition, not a speed)."""
 
     def hook(name: str) -> None:
         if name in ("set_documents", "delete_document_nodes"):
-            target, end = seen.retrievals + 1, time.monotonic() + deadline
-            while seen.retrievals < target:
-                assert time.monotonic() < end, "the reader made no progress"
-                time.sleep(0.01)
+            assert look_again(seen), "the reader made no progress"
 
     return hook
 
@@ -197,7 +205,7 @@ def run_with_reader(gs: GraphStrata, expected: dict, going: Going, work) -> Obse
             work()
         finally:
             write.FAULT_HOOK = None
-            time.sleep(0.3)  # a last look at the end state
+            look_again(seen)  # a last look at the end state
             stop.set()
             t.join(timeout=120)
     return seen
