@@ -25,100 +25,58 @@ from embed import texts_of
 F32 = np.float32
 
 
-def _build(w: dict, layers: int, heads: int, eps: float, mode: str):
-    """The encoder of graphstrata.embed_onnx.build_model with its products per ``mode``: "float32",
-    "row" (attention output and feed-forward in per-row int8) or "row+qkv" (Q/K/V too)."""
-    from onnx import TensorProto, helper, numpy_helper
+def _per_row(model, qkv: bool) -> bytes:
+    """``model`` (graphstrata.embed_onnx.build_model's float32 encoder) with its MatMul products in
+    per-row int8, and with ``qkv`` its fused Attention's Q/K/V projection too (then
+    ``MultiHeadAttention`` over the projection's three parts)."""
+    from onnx import helper, numpy_helper
 
-    nodes, inits = [], []
-
-    def const(name, value):
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    used: set[str] = set()
+    nodes: list = []
+    inits: list = [
+        numpy_helper.from_array(np.array(1.0 / 127, dtype=F32), "a.scale"),
+        numpy_helper.from_array(np.array(128, dtype=np.uint8), "a.zp"),
+    ]
 
     def op(kind, inputs, out, domain="", **attrs):
         nodes.append(helper.make_node(kind, inputs, [out], name=out, domain=domain, **attrs))
         return out
 
-    ms = "com.microsoft"
-    const("a.scale", np.array(1.0 / 127, dtype=F32))
-    const("a.zp", np.array(128, dtype=np.uint8))
-
-    def matmul(x, W, name, int8):
-        if not int8:
-            return op("MatMul", [x, const(name + ".w", W.astype(F32))], name)
+    def row_int8(x: str, W: np.ndarray, out: str) -> str:
         s = np.abs(W).max(0) / 127
-        q = np.clip(np.round(W / s), -127, 127).astype(np.int8)
-        r = op("ReduceMax", [op("Abs", [x], name + ".abs")], name + ".rmax", axes=[-1], keepdims=1)
-        r = op("Max", [r, const(name + ".tiny", np.array(1e-12, dtype=F32))], name + ".r")
-        xq = op("QuantizeLinear", [op("Div", [x, r], name + ".xn"), "a.scale", "a.zp"], name + ".xq")
-        y = op(
-            "MatMulIntegerToFloat",
-            [xq, const(name + ".q", q), "a.scale", const(name + ".s", s.astype(F32)), "a.zp"],
-            name + ".y",
-            domain=ms,
-        )
-        return op("Mul", [y, r], name)
+        inits.append(numpy_helper.from_array(np.clip(np.round(W / s), -127, 127).astype(np.int8), out + ".q"))
+        inits.append(numpy_helper.from_array(s.astype(F32), out + ".s"))
+        inits.append(numpy_helper.from_array(np.array(1e-12, dtype=F32), out + ".tiny"))
+        r = op("ReduceMax", [op("Abs", [x], out + ".abs")], out + ".rmax", axes=[-1], keepdims=1)
+        r = op("Max", [r, out + ".tiny"], out + ".r")
+        xq = op("QuantizeLinear", [op("Div", [x, r], out + ".xn"), "a.scale", "a.zp"], out + ".xq")
+        ins = [xq, out + ".q", "a.scale", out + ".s", "a.zp"]
+        return op("Mul", [op("MatMulIntegerToFloat", ins, out + ".y", domain="com.microsoft"), r], out)
 
-    def skip_ln(y, skip, prefix, out):
-        g, b = w[prefix + ".LayerNorm.weight"], w[prefix + ".LayerNorm.bias"]
-        ins = [
-            y,
-            skip,
-            const(prefix + ".g", g),
-            const(prefix + ".beta", b),
-            const(prefix + ".b", w[prefix + ".dense.bias"]),
-        ]
-        return op("SkipLayerNormalization", ins, out, domain=ms, epsilon=float(eps))
-
-    n = op("Slice", [op("Shape", ["input_ids"], "shape"), const("i1", np.array([1])), const("i2", np.array([2]))], "n")
-    pos = op(
-        "Slice", [const("pos", w["embeddings.position_embeddings.weight"]), const("i0", np.array([0])), n], "pos.n"
-    )
-    x = op(
-        "Add", [op("Gather", [const("word", w["embeddings.word_embeddings.weight"]), "input_ids"], "word.n"), pos], "wp"
-    )
-    x = op("Add", [x, const("type0", w["embeddings.token_type_embeddings.weight"][0])], "emb")
-    ln = [const("eg", w["embeddings.LayerNorm.weight"]), const("eb", w["embeddings.LayerNorm.bias"])]
-    x = op("LayerNormalization", [x, *ln], "emb.ln", axis=-1, epsilon=float(eps))
-    mask = op("Cast", ["attention_mask"], "mask", to=TensorProto.INT32)
-    dim = w["embeddings.word_embeddings.weight"].shape[1]
-    for i in range(layers):
-        p, s = f"encoder.layer.{i}.", f"l{i}."
-        qkv_w = np.concatenate([w[p + f"attention.self.{k}.weight"].T for k in ("query", "key", "value")], axis=1)
-        qkv_b = np.concatenate([w[p + f"attention.self.{k}.bias"] for k in ("query", "key", "value")]).astype(F32)
-        if mode == "row+qkv":
-            qkv = matmul(x, qkv_w, s + "qkv", True)
-            split = const(s + "split", np.array([dim] * 3))
-            nodes.append(
-                helper.make_node("Split", [qkv, split], [s + "Q", s + "K", s + "V"], name=s + "split", axis=-1)
-            )
-            ins = [s + "Q", s + "K", s + "V", const(s + "qkv.b", qkv_b), mask]
-            ctx = op("MultiHeadAttention", ins, s + "ctx", domain=ms, num_heads=heads)
+    for node in g.node:
+        if node.op_type == "MatMul" and node.input[1] in weights:
+            used.add(node.input[1])
+            row_int8(node.input[0], weights[node.input[1]], node.output[0])
+        elif node.op_type == "Attention" and qkv:
+            x, w, b, mask = node.input
+            used.add(w)
+            out = node.output[0]
+            part = weights[w].shape[1] // 3
+            inits.append(numpy_helper.from_array(np.array([part] * 3), out + ".split"))
+            qkv_out = row_int8(x, weights[w], out + ".qkv")
+            parts = [out + ".Q", out + ".K", out + ".V"]
+            nodes.append(helper.make_node("Split", [qkv_out, out + ".split"], parts, name=out + ".split", axis=-1))
+            heads = next(a.i for a in node.attribute if a.name == "num_heads")
+            op("MultiHeadAttention", [*parts, b, mask], out, domain="com.microsoft", num_heads=heads)
         else:
-            ins = [x, const(s + "qkv.w", qkv_w.astype(F32)), const(s + "qkv.b", qkv_b), mask]
-            ctx = op("Attention", ins, s + "ctx", domain=ms, num_heads=heads)
-        int8 = mode != "float32"
-        x = skip_ln(
-            matmul(ctx, w[p + "attention.output.dense.weight"].T, s + "attn", int8),
-            x,
-            p + "attention.output",
-            s + "ln1",
-        )
-        h = matmul(x, w[p + "intermediate.dense.weight"].T, s + "inter", int8)
-        h = op("BiasGelu", [h, const(s + "inter.b", w[p + "intermediate.dense.bias"])], s + "gelu", domain=ms)
-        x = skip_ln(matmul(h, w[p + "output.dense.weight"].T, s + "out", int8), x, p + "output", s + "ln2")
-    nodes.append(helper.make_node("Identity", [x], ["hidden"]))
-    graph = helper.make_graph(
-        nodes,
-        "variant",
-        [helper.make_tensor_value_info(k, TensorProto.INT64, ["b", "n"]) for k in ("input_ids", "attention_mask")],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["b", "n", dim])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ms, 1)])
-    model.ir_version = 8
-    return model.SerializeToString()
+            nodes.append(node)
+    kept = [t for t in g.initializer if t.name not in used]
+    graph = helper.make_graph(nodes, "per-row int8", list(g.input), list(g.output), kept + inits)
+    variant = helper.make_model(graph, opset_imports=list(model.opset_import))
+    variant.ir_version = model.ir_version
+    return variant.SerializeToString()
 
 
 def gemm_rate(threads: int) -> float:
@@ -143,18 +101,17 @@ def main() -> dict:
     from safetensors.numpy import load_file
 
     from graphstrata.embed import MiniLMEmbedder, model_dir
-    from graphstrata.embed_onnx import _session
+    from graphstrata.embed_onnx import _session, build_model
 
     texts = texts_of(args.passages)
     w = {k: v for k, v in load_file(str(model_dir() / "model.safetensors")).items() if v.dtype == F32}
     rows: dict[str, dict] = {}
     ref = None
     for name in ("float32", "per-tensor int8 (product)", "row", "row+qkv"):
-        if name == "per-tensor int8 (product)":
-            emb = MiniLMEmbedder(runtime="onnx", precision="int8", threads=1)
-        else:
-            emb = MiniLMEmbedder(runtime="onnx", threads=1)
-            session = _session(_build(w, emb.layers, emb.heads, emb.eps, name), 1)
+        emb = MiniLMEmbedder(runtime="onnx", precision="int8" if "per-tensor" in name else "float32", threads=1)
+        if name.startswith("row"):
+            variant = _per_row(build_model(w, emb.layers, emb.heads, emb.eps), qkv=name == "row+qkv")
+            session = _session(variant, 1)
             emb._encode = lambda ids, mask, one_core=False, s=session: s.run(
                 ["hidden"], {"input_ids": ids, "attention_mask": mask}
             )[0]
