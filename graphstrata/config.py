@@ -200,6 +200,19 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("GRAPHSTRATA_MAX_QUESTION_CHARS"),
         description="Longest question the server accepts (400 `bad_parameters` beyond).",
     )
+    cypher_max_rows: int = Field(
+        1000,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_CYPHER_MAX_ROWS"),
+        description="Most rows a model-written (text-to-Cypher) query returns; the rest is discarded and the "
+        "answer says it was capped.",
+    )
+    cypher_timeout: float = Field(
+        30.0,
+        gt=0,
+        validation_alias=AliasChoices("GRAPHSTRATA_CYPHER_TIMEOUT"),
+        description="Seconds a model-written (text-to-Cypher) query may run in Neo4j (its transaction timeout).",
+    )
     max_document_bytes: int = Field(
         50 * 1024 * 1024,
         ge=1,

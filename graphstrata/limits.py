@@ -73,3 +73,11 @@ def deadline(budget: Budget | float) -> Iterator[Budget]:
 def is_blank(text: str) -> bool:
     """Nothing but white space, control and format characters (zero-width spaces and joiners, BOM)."""
     return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp") for ch in text)
+
+
+def question_too_long(question: str, limit: int) -> str | None:
+    """Why ``question`` is over ``limit`` characters (GRAPHSTRATA_MAX_QUESTION_CHARS), or None. The
+    HTTP API, /v1 and MCP all apply it, with this message."""
+    if len(question) <= limit:
+        return None
+    return f"the question has {len(question)} characters, over the limit of {limit} (GRAPHSTRATA_MAX_QUESTION_CHARS)"

@@ -1,7 +1,8 @@
 """Questions in plain language for analysts: the configured LLM writes one Cypher query from the
-documented data model (docs/data-model.md), which is shown and then run exactly as the analysts'
-library runs its own queries — refused unless the planner calls it a read (``EXPLAIN``), then
-executed in a READ transaction, where the server itself rejects writes."""
+documented data model (docs/data-model.md), which is shown and then run only if it is a plain read of
+the graph (:mod:`graphstrata.cypher_guard`: allow-listed clauses, procedures and functions, checked in
+the text and in the planner's ``EXPLAIN``), in a READ transaction with a timeout
+(GRAPHSTRATA_CYPHER_TIMEOUT) and a row cap (GRAPHSTRATA_CYPHER_MAX_ROWS)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ import re
 from functools import cache
 from pathlib import Path
 
+from neo4j import READ_ACCESS
 from neo4j.exceptions import Neo4jError
 from pydantic import BaseModel, Field, field_validator
 
 from graphstrata import analysts as lib
+from graphstrata import limits
 from graphstrata.cypher import query
+from graphstrata.cypher_guard import CypherRefused, check_plan, check_text
 from graphstrata.db import Database
 from graphstrata.llm import LLMClient, LLMNotConfigured
 
@@ -62,6 +66,8 @@ class CypherAnswer(BaseModel):
     explanation: str = ""
     keys: list[str] = Field(default_factory=list)
     rows: list[dict] = Field(default_factory=list)
+    capped: bool = Field(False, description="more rows matched; only the first max_rows were fetched")
+    max_rows: int | None = None
 
 
 @cache
@@ -99,19 +105,70 @@ def draft(db: Database, llm: LLMClient | None, question: str) -> CypherDraft:
     return llm.chat_json(messages(question, live_schema(db)), CypherDraft, stage="text2cypher")
 
 
-def run(db: Database, cypher: str, question: str = "", explanation: str = "") -> CypherAnswer:
-    """Run a drafted query read-only (``lib.WriteRefused`` for a write, :class:`CypherError` when the
-    server rejects it)."""
-    try:
-        result = lib.run(db, cypher)
-    except Neo4jError as e:
-        if "AccessMode" in (e.code or ""):
-            raise lib.WriteRefused(f"refused: the server rejected a write in a read transaction ({e.message})") from e
-        raise CypherError(f"the query is not valid Cypher: {e.message or e.code}", cypher) from e
-    return CypherAnswer(question=question, cypher=cypher, explanation=explanation, keys=result.keys, rows=result.rows)
+class CypherTimeout(CypherError):
+    """The query ran past its transaction timeout; Neo4j stopped it."""
 
 
-def ask(db: Database, llm: LLMClient | None, question: str) -> CypherAnswer:
-    """Draft a query for ``question`` with the model and run it read-only."""
+def run(
+    db: Database,
+    cypher: str,
+    question: str = "",
+    explanation: str = "",
+    *,
+    max_rows: int = 1000,
+    timeout: float = 30.0,
+) -> CypherAnswer:
+    """Run a model's query if it is a plain read: :class:`CypherRefused` (a ``WriteRefused``) when it
+    is not, :class:`CypherError` when the server rejects it, :class:`CypherTimeout` past ``timeout``
+    seconds (or the current request's deadline, if sooner). At most ``max_rows`` rows are fetched."""
+    check_text(cypher)  # before the server sees anything: LOAD CSV would fetch even as a read
+    left = limits.remaining()
+    if left is not None:
+        limits.check()
+        timeout = min(timeout, max(left, 0.001))
+    # a small fetch size: the server streams in batches and the rows past the cap are never produced
+    with db.driver.session(
+        database=db.database, default_access_mode=READ_ACCESS, fetch_size=min(max_rows + 1, 1000)
+    ) as s:
+        try:
+            summary = s.run(f"EXPLAIN {cypher}").consume()
+            check_plan(summary.query_type, summary.plan)
+            with s.begin_transaction(timeout=timeout) as tx:
+                result = tx.run(cypher)
+                keys = list(result.keys())
+                rows, capped = [], False
+                for record in result:
+                    if len(rows) == max_rows:  # one row more than the cap exists: say so, fetch no further
+                        capped = True
+                        break
+                    rows.append({k: lib.to_jsonable(record[k]) for k in keys})
+                tx.rollback()  # a read: nothing to keep; the unread rest is discarded, not streamed
+        except Neo4jError as e:
+            code = e.code or ""
+            if "AccessMode" in code:
+                raise CypherRefused(
+                    f"refused: the server rejected a write in a read transaction ({e.message})", "write_refused"
+                ) from e
+            if "TransactionTimedOut" in code or "Transaction.Terminated" in code:
+                raise CypherTimeout(
+                    f"the query ran past its limit of {timeout:g} s (GRAPHSTRATA_CYPHER_TIMEOUT) and was stopped",
+                    cypher,
+                ) from e
+            raise CypherError(f"the query is not valid Cypher: {e.code}: {e.message}", cypher) from e
+    return CypherAnswer(
+        question=question,
+        cypher=cypher,
+        explanation=explanation,
+        keys=keys,
+        rows=rows,
+        capped=capped,
+        max_rows=max_rows,
+    )
+
+
+def ask(
+    db: Database, llm: LLMClient | None, question: str, *, max_rows: int = 1000, timeout: float = 30.0
+) -> CypherAnswer:
+    """Draft a query for ``question`` with the model and run it if it is a plain read."""
     d = draft(db, llm, question)
-    return run(db, d.cypher, question, d.explanation)
+    return run(db, d.cypher, question, d.explanation, max_rows=max_rows, timeout=timeout)

@@ -235,14 +235,28 @@ def cypher(
             print("\n".join(f"// {line}".rstrip() for line in [f"{q.name} ({q.file}.cypher)", *q.doc.splitlines()]))
             print(q.browser_text(params))
             return
+        capped = ""
         with Database.from_settings() as db:
-            result = lib.run(db, q.text if q else text, params)
+            if question is not None and text is not None:  # model-written: only a plain read, bounded
+                from graphstrata import text2cypher
+
+                s = get_settings()
+                answer = text2cypher.run(db, text, question, max_rows=s.cypher_max_rows, timeout=s.cypher_timeout)
+                result = lib.Result(answer.keys, answer.rows)
+                if answer.capped:
+                    capped = f", capped at {answer.max_rows} (GRAPHSTRATA_CYPHER_MAX_ROWS): more rows matched"
+            else:
+                result = lib.run(db, q.text if q else text, params)
     except lib.LibraryError as e:
         _fail(str(e))
     except lib.WriteRefused as e:
         _fail(str(e), code=5)
     except ConnectionError_ as e:
         _fail(str(e))
+    except ValueError as e:  # text2cypher.CypherError: the server rejected the model's query, or it timed out
+        if not hasattr(e, "cypher"):
+            raise
+        _fail("the generated " + str(e).removeprefix("the "))
     except Exception as e:  # a Cypher error from the server: say it plainly
         from neo4j.exceptions import Neo4jError
 
@@ -260,7 +274,7 @@ def cypher(
     out = Console()
     if result.keys:  # a table when it fits the terminal, else one record per row
         print_summary(out, name or "result", result.keys, cells)
-    out.print(f"[dim]{len(result.rows)} row(s)[/]")
+    out.print(f"[dim]{len(result.rows)} row(s){escape(capped)}[/]")
 
 
 def _draft_cypher(question: str, show: bool) -> str:

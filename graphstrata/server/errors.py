@@ -15,6 +15,8 @@ bad_document        400     an uploaded file or document cannot be ingested (the
 ambiguous           409     a title or source names several documents; delete by id, or pass all=true
 bad_cypher          400     the Cypher a model wrote for POST /cypher/ask is not valid (the message has it)
 write_refused       403     the Cypher a model wrote for POST /cypher/ask would write (nothing is run)
+cypher_refused      403     the Cypher a model wrote for POST /cypher/ask is not a plain read of the graph
+                            (LOAD CSV, a command, a procedure or function off the allow-list): not run
 too_large           413     the request body is over the limit (GRAPHSTRATA_MAX_BODY_BYTES)
 unsupported_media   415     neither JSON nor multipart/form-data where one of them is needed
 too_many_jobs       429     the ingest queue is full

@@ -32,13 +32,16 @@ def check_query(q: QueryIn, settings: Settings) -> None:
         raise ApiError(400, "unknown_method", f"unknown method {q.method!r}; available: {', '.join(methods)}")
     if is_blank(q.question):
         raise ApiError(400, "empty_question", "the question is empty")
-    if len(q.question) > settings.max_question_chars:
-        raise ApiError(
-            400,
-            "bad_parameters",
-            f"the question has {len(q.question)} characters, over the limit of {settings.max_question_chars} "
-            "(GRAPHSTRATA_MAX_QUESTION_CHARS)",
-        )
+    check_length(q.question, settings)
+
+
+def check_length(question: str, settings: Settings) -> None:
+    """400 `bad_parameters` for a question over GRAPHSTRATA_MAX_QUESTION_CHARS (every surface's limit)."""
+    from graphstrata.limits import question_too_long
+
+    message = question_too_long(question, settings.max_question_chars)
+    if message:
+        raise ApiError(400, "bad_parameters", message)
 
 
 def describe_methods() -> list[dict[str, Any]]:
@@ -175,17 +178,24 @@ def router(state: ServerState, settings: Settings) -> APIRouter:
         )
 
     @r.post("/cypher/ask", tags=["questions"], summary="A question in plain language, as read-only Cypher")
-    def cypher_ask(q: CypherQuestion) -> dict[str, Any]:
-        """The configured model writes Cypher from the documented data model; it is run read-only
-        (`EXPLAIN` + a READ transaction). `{question, cypher, explanation, keys, rows}`; 403
-        `write_refused` for a query that writes, 400 `bad_cypher` for invalid Cypher (the query is in
-        the message), 400 `llm_unavailable` with no model configured (a request this server cannot
-        serve as configured; 502 is kept for a model endpoint that fails)."""
+    async def cypher_ask(q: CypherQuestion, request: Request) -> dict[str, Any]:
+        """The configured model writes Cypher from the documented data model; it runs only if it is a
+        plain read of the graph (allow-listed clauses, procedures and functions; the planner's `EXPLAIN`
+        must agree), in a READ transaction stopped after GRAPHSTRATA_CYPHER_TIMEOUT seconds, with at
+        most GRAPHSTRATA_CYPHER_MAX_ROWS rows (`capped: true` when more matched).
+        `{question, cypher, explanation, keys, rows, capped, max_rows}`; 403 `write_refused` for a query
+        that writes, 403 `cypher_refused` for anything else that is not a plain read (LOAD CSV, a
+        procedure off the allow-list, a command), 400 `bad_cypher` for invalid Cypher (the query is in
+        the message), 504 `deadline_exceeded` past the timeout, 400 `llm_unavailable` with no model
+        configured (a request this server cannot serve as configured; 502 is kept for a model endpoint
+        that fails)."""
         from graphstrata import text2cypher
-        from graphstrata.analysts import WriteRefused
+        from graphstrata.cypher_guard import CypherRefused
+        from graphstrata.limits import is_blank
 
-        if not q.question.strip():
+        if is_blank(q.question):
             raise ApiError(400, "empty_question", "the question is empty")
+        check_length(q.question, settings)
         if not settings.llm_enabled:
             raise ApiError(
                 400,
@@ -194,12 +204,28 @@ def router(state: ServerState, settings: Settings) -> APIRouter:
                 "GRAPHSTRATA_CHAT_MODEL); write the query yourself: `graphstrata cypher --query '…'` or a library "
                 "query",
             )
-        gs = state.gs()
-        draft = text2cypher.draft(gs.db, gs.llm, q.question)
+        gs = await run_in_threadpool(state.gs)
+        draft = await state.bounded.run(
+            request, lambda: text2cypher.draft(gs.db, gs.llm, q.question), settings.request_timeout
+        )
+
+        def work() -> dict[str, Any]:
+            answer = text2cypher.run(
+                gs.db,
+                draft.cypher,
+                q.question,
+                draft.explanation,
+                max_rows=settings.cypher_max_rows,
+                timeout=settings.cypher_timeout,
+            )
+            return answer.model_dump(mode="json")
+
         try:
-            return text2cypher.run(gs.db, draft.cypher, q.question, draft.explanation).model_dump(mode="json")
-        except WriteRefused as e:
-            raise ApiError(403, "write_refused", f"{e}: {draft.cypher}") from e
+            return await state.bounded.run(request, work, settings.cypher_timeout + 5)
+        except CypherRefused as e:
+            raise ApiError(403, e.code, f"{e}: {draft.cypher}") from e
+        except text2cypher.CypherTimeout as e:
+            raise ApiError(504, "deadline_exceeded", f"{e}: {draft.cypher}") from e
         except text2cypher.CypherError as e:
             raise ApiError(400, "bad_cypher", f"{e}: {draft.cypher}") from e
 
