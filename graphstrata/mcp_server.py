@@ -5,6 +5,12 @@ and ``cypher`` (the named read queries of the analysts' library only, run in a R
 never free Cypher). Resources: the data model (docs/data-model.md) and one description per
 retrieval method.
 
+The tools hold the HTTP API's limits: a question is at most GRAPHSTRATA_MAX_QUESTION_CHARS characters
+and not blank; `retrieve` and `ask` run under GRAPHSTRATA_REQUEST_TIMEOUT (the deadline of
+:mod:`graphstrata.limits`, checked by every Neo4j read and the long loops) and stop when the client
+cancels the call or goes away; `ingest_text` refuses a blank title or text; `delete_document`
+refuses a title or source that names several documents unless ``all`` is true.
+
 ``graphstrata mcp`` speaks stdio (a client starts it as a subprocess) or streamable HTTP (``--http``:
 at ``/mcp``, behind the same API-key and body-size middleware as ``graphstrata serve``).
 """
@@ -12,12 +18,15 @@ at ``/mcp``, behind the same API-key and body-size middleware as ``graphstrata s
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -26,6 +35,7 @@ from graphstrata.config import Settings, get_settings
 DATA_MODEL = Path(__file__).resolve().parents[1] / "docs" / "data-model.md"
 MAX_ROWS = 500  # rows of a cypher tool call: an agent's context is small
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 def reported(fn: F) -> F:
@@ -33,16 +43,82 @@ def reported(fn: F) -> F:
     client as a tool error with our message; the SDK would replace any other exception's text by a
     generic one."""
     from graphstrata.analysts import LibraryError, WriteRefused
+    from graphstrata.limits import DeadlineExceeded
     from graphstrata.retrieval.base import RetrievalError
+
+    caller_errors = (LibraryError, WriteRefused, RetrievalError, ValueError, DeadlineExceeded)
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except caller_errors as e:
+                raise ToolError(str(e)) from e
+
+        return async_wrapper  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (LibraryError, WriteRefused, RetrievalError, ValueError) as e:
+        except caller_errors as e:
             raise ToolError(str(e)) from e
 
     return wrapper  # type: ignore[return-value]
+
+
+class Work:
+    """Tool calls still running in threads (``running``): abandoned work is counted until it
+    reaches its next deadline check and stops."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+
+    async def run(self, work: Callable[[], T], seconds: float) -> T:
+        """``work()`` in a thread under a deadline of ``seconds`` (:mod:`graphstrata.limits`, the HTTP
+        API's mechanism). Past the deadline, or when the call is cancelled (the client sent
+        `notifications/cancelled` or went away), the caller stops waiting at once and the thread
+        stops at its next check: no work runs on for a client that gave up."""
+        from graphstrata import limits
+
+        budget = limits.Budget(seconds)
+
+        def inner() -> T:
+            with self._lock:
+                self.running += 1
+            try:
+                with limits.deadline(budget):
+                    return work()
+            finally:
+                with self._lock:
+                    self.running -= 1
+
+        try:
+            with anyio.fail_after(seconds):
+                return await anyio.to_thread.run_sync(inner, abandon_on_cancel=True)
+        except TimeoutError as e:
+            raise limits.DeadlineExceeded(
+                f"no answer within {seconds:g} s (GRAPHSTRATA_REQUEST_TIMEOUT); the work was stopped — "
+                "try a shorter question or a cheaper method"
+            ) from e
+        finally:
+            budget.cancelled.set()  # finished: no effect; abandoned: the thread stops at its next check
+
+
+WORK = Work()
+
+
+def check_question(question: str, settings: Settings) -> None:
+    """The HTTP API's rules for a question: not blank, at most GRAPHSTRATA_MAX_QUESTION_CHARS."""
+    from graphstrata.limits import is_blank, question_too_long
+
+    if is_blank(question):
+        raise ValueError("the question is empty")
+    too_long = question_too_long(question, settings.max_question_chars)
+    if too_long:
+        raise ValueError(too_long)
 
 
 class Graph:
@@ -120,19 +196,23 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
 
     @server.tool()
     @reported
-    def retrieve(question: str, method: str = "auto", budget: int = 2000, top_k: int | None = None) -> dict[str, Any]:
+    async def retrieve(
+        question: str, method: str = "auto", budget: int = 2000, top_k: int | None = None
+    ) -> dict[str, Any]:
         """Evidence for a question from the graph: ranked passages/nodes, each with its node id,
         documents and why it was chosen. `method`: one of the retrieval methods (tool `methods`)."""
+        check_question(question, settings)
         params: dict[str, Any] = {"budget": budget} | ({"top_k": top_k} if top_k else {})
-        r = graph().retrieve(question, method, **params)
+        r = await WORK.run(lambda: graph().retrieve(question, method, **params), settings.request_timeout)
         return {"method": r.method, "tokens": r.tokens, "items": _items(r), "notes": r.notes}
 
     @server.tool()
     @reported
-    def ask(question: str, method: str = "auto") -> dict[str, Any]:
+    async def ask(question: str, method: str = "auto") -> dict[str, Any]:
         """An answer citing its evidence ([n] = item n, `citations` = node ids). With no language
         model configured: the evidence and a note saying so."""
-        a = graph().ask(question, method)
+        check_question(question, settings)
+        a = await WORK.run(lambda: graph().ask(question, method), settings.request_timeout)
         return {
             "answer": a.answer,
             "citations": a.citations,
@@ -158,7 +238,9 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
 
         if status is not None and status not in documents.STATUSES:
             raise ValueError(f"status must be one of {documents.STATUSES}")
-        return documents.page(documents.in_graph(graph().db), status, offset, min(max(limit, 1), 500))
+        if offset < 0 or not 1 <= limit <= 500:
+            raise ValueError(f"offset must be 0 or more and limit from 1 to 500 (got offset {offset}, limit {limit})")
+        return documents.page(documents.in_graph(graph().db), status, offset, limit)
 
     @server.tool()
     @reported
@@ -166,7 +248,15 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
         """Add (or replace) one document. `source` is its identity (default: the title): the same
         source again replaces the document, unchanged text is a no-op."""
         from graphstrata.ingest.load import SourceDocument
+        from graphstrata.limits import is_blank
 
+        # a blank text would be written as a Document with no chunks: refuse it as the HTTP API does
+        if is_blank(title):
+            raise ValueError("the title is empty")
+        if is_blank(text):
+            raise ValueError("the text is empty (or only white space and invisible characters)")
+        if source is not None and is_blank(source):
+            raise ValueError("the source is empty; leave it out to use the title")
         gs = graph()
         doc = SourceDocument(source=source or title, title=title, text=text)
         report = gs._ingestor(None, False).ingest_documents([doc])
@@ -177,12 +267,19 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
 
     @server.tool()
     @reported
-    def delete_document(ref: str) -> dict[str, Any]:
-        """Delete documents by id, source or title, with whatever only they supported."""
-        deleted = graph().delete(ref)
-        if not deleted:
+    def delete_document(ref: str, all: bool = False) -> dict[str, Any]:
+        """Delete a document by id, source or title, with whatever only it supported. A title or
+        source naming several documents deletes nothing (the error lists their ids) unless `all`."""
+        from graphstrata.cypher import query
+
+        gs = graph()
+        found = gs.db.read(query("ingest.find_documents"), ref=ref)
+        if not found:
             raise ValueError(f"no document with id, source or title {ref!r}")
-        return {"deleted": deleted}
+        if len(found) > 1 and not all:
+            ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
+            raise ValueError(f"{len(found)} documents match {ref!r}: {ids}; delete one by id, or all with all=true")
+        return {"deleted": [d for f in found for d in gs.delete(f["id"])]}
 
     library = lib.library()
     catalogue = "\n".join(f"- {q.name}({q.signature()}): {q.summary}" for q in library.values())
