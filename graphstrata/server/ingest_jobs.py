@@ -119,8 +119,8 @@ def ingest_options(raw: dict[str, Any]) -> Any:
         raise ApiError(400, "bad_parameters", f"unknown ingest option(s) {unknown}")
     if raw.get("extract_core_only"):
         raise ApiError(400, "bad_parameters", "extract_core_only is not available over HTTP")
-    try:
-        return IngestOptions(**raw)
+    try:  # as JSON, strictly: `"chunk_size": "600"` or `true` is refused, not coerced
+        return IngestOptions.model_validate_json(json.dumps(raw), strict=True)
     except ValidationError as e:
         raise ApiError(400, "bad_parameters", f"bad ingest options: {e.errors()[0]['msg']}") from e
 

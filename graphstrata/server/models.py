@@ -1,4 +1,7 @@
-"""The HTTP API's request bodies (and the OpenAPI schemas of the document upload)."""
+"""The HTTP API's request bodies (and the OpenAPI schemas of the document upload).
+
+Every body is strict: a value of the wrong JSON type is refused (400), never coerced — `true` is
+no number, `"yes"` no boolean, `5` no text."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class DocumentIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     title: str = Field(min_length=1, description="the document's title")
     text: str = Field(min_length=1, description="its text")
     id: str | None = Field(None, min_length=1, description="its identity; same id = same document")
@@ -20,7 +23,7 @@ class DocumentIn(BaseModel):
 
 
 class DocumentsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     documents: list[DocumentIn] = Field(min_length=1)
     options: dict[str, Any] = Field(default_factory=dict, description="ingest options (IngestOptions fields)")
     augment: bool | list[str] = Field(
@@ -29,7 +32,7 @@ class DocumentsIn(BaseModel):
 
 
 class QueryIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     question: str = Field(description="the question")
     method: str = Field("vector", description="a retrieval method (GET /methods)")
     params: dict[str, Any] = Field(default_factory=dict, description="the method's parameters (GET /methods)")
@@ -44,6 +47,7 @@ class AskIn(QueryIn):
 
 
 class CypherQuestion(BaseModel):
+    model_config = ConfigDict(strict=True)
     question: str = Field(min_length=1, description="a question about the graph in plain language")
 
 

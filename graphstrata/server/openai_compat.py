@@ -22,7 +22,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
 from graphstrata.server.errors import ApiError, error_body
@@ -33,21 +33,36 @@ PREFIX = "graphstrata-"
 EVIDENCE_CHARS = 600  # per item, in the no-model reply: enough to see the answer, short enough to read
 
 
+class ContentPart(BaseModel):
+    """One part of a message's content list; only ``text`` parts carry text (images are ignored)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: str
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _text_part_has_text(self) -> ContentPart:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs `text` (a string)")
+        return self
+
+
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     role: str
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[ContentPart] | None = None
 
     def text(self) -> str:
         """The text of a message; OpenAI's content-part lists keep their ``text`` parts."""
         if isinstance(self.content, list):
-            return "\n".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+            return "\n".join(p.text or "" for p in self.content if p.type == "text")
         return self.content or ""
 
 
 class ChatCompletionIn(BaseModel):
-    # clients send sampling options (temperature, top_p, …) that graphstrata does not use
-    model_config = ConfigDict(extra="allow")
+    # clients send sampling options (temperature, top_p, …) that graphstrata does not use; the fields
+    # it does use are strict: `"stream": "yes"` is refused, not read as true
+    model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(description="graphstrata-<method> (GET /v1/models)")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
@@ -71,17 +86,25 @@ def method_of(model: str) -> str:
     return method
 
 
-def conversation(messages: list[ChatMessage]) -> tuple[str, list[dict[str, str]]]:
-    """(the question: the last user message, the earlier user/assistant turns as history)."""
+def conversation(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[dict[str, str]]]:
+    """(the question: the last user message, the earlier user/assistant turns as history). The
+    question is held to the HTTP API's rules: not blank (zero-width characters count as blank), at
+    most ``max_chars`` (GRAPHSTRATA_MAX_QUESTION_CHARS)."""
+    from graphstrata.limits import is_blank, question_too_long
+
     last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
-    if last is None or not messages[last].text().strip():
+    if last is None or is_blank(messages[last].text()):
         raise ApiError(400, "empty_question", "no user message with text")
+    question = messages[last].text()
+    too_long = question_too_long(question, max_chars)
+    if too_long:
+        raise ApiError(400, "bad_parameters", too_long)
     history = [
         {"role": m.role, "content": m.text()}
         for m in messages[:last]
-        if m.role in ("user", "assistant") and m.text().strip()
+        if m.role in ("user", "assistant") and not is_blank(m.text())
     ]
-    return messages[last].text(), history
+    return question, history
 
 
 def sources(answer: Any) -> str:
@@ -183,7 +206,7 @@ def router(state: Any) -> APIRouter:
         from graphstrata.generate import AnswerStream
 
         method = method_of(body.model)
-        question, history = conversation(body.messages)
+        question, history = conversation(body.messages, state.settings.max_question_chars)
         gs = await run_in_threadpool(state.gs)
         timeout = state.settings.request_timeout
         cid = f"chatcmpl-{uuid.uuid4().hex}"

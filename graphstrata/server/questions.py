@@ -33,6 +33,19 @@ def check_query(q: QueryIn, settings: Settings) -> None:
     if is_blank(q.question):
         raise ApiError(400, "empty_question", "the question is empty")
     check_length(q.question, settings)
+    check_params(methods[q.method], q.params)
+
+
+def check_params(method: Any, params: dict[str, Any]) -> None:
+    """A method's parameters as JSON, strictly (`top_k: true` is no number): 400 `bad_parameters`."""
+    from pydantic import ValidationError
+
+    try:
+        method.Params.model_validate_json(json.dumps(params), strict=True)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        raise ApiError(400, "bad_parameters", f"bad parameters for {method.name}: {where}: {first['msg']}") from e
 
 
 def check_length(question: str, settings: Settings) -> None:
