@@ -16,6 +16,7 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error, positive_data_acceptance
 
 from graphstrata.config import Settings
@@ -364,26 +365,42 @@ def test_request_after_a_500_on_the_same_connection_succeeds(keyless: Keyless, d
 
 
 def test_fuzzed_requests_get_no_5xx_and_conform(keyless: Keyless) -> None:
-    """schemathesis over every operation of the published schema, bounded and derandomized: no 5xx
-    (504 `deadline_exceeded` is the bound working) and every response as the schema says. (Not
-    "every schema-valid request is accepted": a blank text or a method's parameters are checked
-    beyond what the schema can say, and answered 400.)"""
+    """schemathesis over every operation of the published schema — /v1 and the uploads included —
+    bounded and derandomized: no 5xx (504 `deadline_exceeded` is the bound working) and every
+    response as the schema says. Every body media type of an operation is fuzzed (POST /documents:
+    JSON and the multipart upload), and the question, upload and /v1 routes also get data that breaks
+    the schema (wrong types, missing fields), which must be a 4xx. (Not "every schema-valid request
+    is accepted": a blank text or a method's parameters are checked beyond what the schema can say,
+    and answered 400.)"""
     schema = schemathesis.openapi.from_url(f"{keyless.url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) >= 8
+    labels = {op.label for op in operations}
+    required = {"POST /v1/chat/completions", "GET /v1/models", "GET /v1/models/{model}", "POST /documents"}
+    assert required <= labels, labels
+    hostile = ("/v1", "/documents", "/retrieve", "/ask", "/cypher")
     for operation in operations:
+        runs: list[tuple[GenerationMode, str | None]] = [
+            (GenerationMode.POSITIVE, media) for media in operation.get_request_payload_content_types() or [None]
+        ]
+        if operation.path.startswith(hostile) and operation.method.upper() == "POST":
+            runs += [(GenerationMode.NEGATIVE, media) for media, _ in runs]
+        for mode, media in runs:
 
-        @given(case=operation.as_strategy())
-        @settings(
-            max_examples=15, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
-        )
-        def fuzz(case: schemathesis.Case) -> None:
-            response = case.call_and_validate(
-                timeout=DEADLINE_S + 60, excluded_checks=[not_a_server_error, positive_data_acceptance]
+            @given(case=operation.as_strategy(mode, media_type=media))
+            @settings(
+                max_examples=15, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
             )
-            assert response.status_code < 500 or response.status_code == 504, (case.path, response.text)
+            def fuzz(case: schemathesis.Case) -> None:
+                response = case.call_and_validate(
+                    timeout=DEADLINE_S + 60, excluded_checks=[not_a_server_error, positive_data_acceptance]
+                )
+                assert response.status_code < 500 or response.status_code == 504, (
+                    case.path,
+                    case.media_type,
+                    response.text,
+                )
 
-        fuzz()
+            fuzz()
 
 
 def test_non_ascii_api_key_matches() -> None:
