@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -103,6 +103,28 @@ def model_dir() -> Path:
 RUNTIMES = ("onnx", "numpy")
 
 
+#: One onnxruntime encoder per model, thread count and precision for the whole process: embedders
+#: that differ only in their vector cache (each settings' cache_dir) share it instead of holding
+#: ~100-300 MB of sessions each. A session's run is thread-safe and keeps no state between calls.
+_ENCODERS: dict[tuple[str, int, str], Any] = {}
+_ENCODERS_LOCK = threading.Lock()
+
+
+def _onnx_encoder(
+    path: Path, w: dict[str, np.ndarray], shape: tuple[int, int, float], threads: int, precision: str, model_cache
+):
+    from graphstrata.embed_onnx import OnnxEncoder
+
+    key = (str(path), threads, precision)
+    with _ENCODERS_LOCK:
+        if key not in _ENCODERS:
+            layers, heads, eps = shape
+            _ENCODERS[key] = OnnxEncoder(
+                w, layers, heads, eps, threads, int8=precision == "int8", model_cache=model_cache
+            )
+        return _ENCODERS[key]
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, max 256 tokens) on onnxruntime or in numpy."""
 
@@ -154,10 +176,8 @@ class MiniLMEmbedder:
         self.tokenizer.no_padding()
         self.runtime = runtime
         if runtime == "onnx":
-            from graphstrata.embed_onnx import OnnxEncoder
-
-            self._encode = OnnxEncoder(
-                self.w, self.layers, self.heads, self.eps, threads, int8=precision == "int8", model_cache=model_cache
+            self._encode = _onnx_encoder(
+                path, self.w, (self.layers, self.heads, self.eps), threads, precision, model_cache
             )
             self.w = {}  # the session holds its own copy
             return
