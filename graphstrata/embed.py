@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -103,10 +104,11 @@ def model_dir() -> Path:
 RUNTIMES = ("onnx", "numpy")
 
 
-#: One onnxruntime encoder per model, thread count and precision for the whole process: embedders
-#: that differ only in their vector cache (each settings' cache_dir) share it instead of holding
-#: ~100-300 MB of sessions each. A session's run is thread-safe and keeps no state between calls.
-_ENCODERS: dict[tuple[str, int, str], Any] = {}
+#: onnxruntime encoders shared by the process's embedders: embedders that differ only in their vector
+#: cache (each settings' cache_dir) share one instead of holding ~100-300 MB of sessions each (a
+#: session's run is thread-safe and keeps no state between calls). The int8 graph is quantised (or
+#: read from a model cache) once per process. The least recently used beyond four go.
+_ENCODERS: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
 _ENCODERS_LOCK = threading.Lock()
 
 
@@ -122,6 +124,9 @@ def _onnx_encoder(
             _ENCODERS[key] = OnnxEncoder(
                 w, layers, heads, eps, threads, int8=precision == "int8", model_cache=model_cache
             )
+            while len(_ENCODERS) > 4:
+                _ENCODERS.popitem(last=False)
+        _ENCODERS.move_to_end(key)
         return _ENCODERS[key]
 
 
