@@ -228,6 +228,19 @@ def test_not_in_graph_note_wording() -> None:
     assert not_in_graph_note(["A", "B"], ["B"]).startswith("note: not in the graph: B")
 
 
+def test_neo4j_status_of_the_test_server(cli: Invoke, db: Database, neo4j_mode: str) -> None:
+    if neo4j_mode != "local":
+        pytest.skip("the test server is not the launcher's (NEO4J_URI or Docker)")
+    from graphstrata.neo4j_local import APOC_VERSION, GDS_VERSION, NEO4J_VERSION
+
+    result = cli("neo4j", "status")
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    assert re.fullmatch(r"yes \(pid \d+\)", lines["running"]) and lines["answering"] == "yes"
+    assert lines["neo4j"] == f"{NEO4J_VERSION} community" and lines["gds"] == GDS_VERSION
+    assert lines["apoc"] == APOC_VERSION and re.fullmatch(r"(21|25) \(/.+/java\)", lines["java"])
+
+
 def test_neo4j_status_prints_clean_values(cli: Invoke, tmp_path: Path) -> None:
     base = {
         "instance": "x",
@@ -263,3 +276,36 @@ def test_neo4j_status_prints_clean_values(cli: Invoke, tmp_path: Path) -> None:
     lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
     assert lines["running"] == "no" and lines["answering"] == "no"
     assert {"java", "neo4j", "gds", "apoc"} <= set(lines) and "None" not in result.stdout
+
+
+FAKE_MVN = """#!/bin/sh
+for a in "$@"; do case $a in -DoutputFile=*) out=${a#-DoutputFile=};; esac; done
+for i in 1 2 3; do echo "[INFO] Downloaded from central: https://repo.example/x$i.jar (1.0 MB at 3 MB/s)"; done
+if [ -n "$FAIL" ]; then echo "[ERROR] Could not transfer artifact org.neo4j:neo4j:jar:5.0"; exit 1; fi
+echo "   org.neo4j:neo4j:jar:5.0:compile:/tmp/x.jar" > "$out"
+"""
+
+
+def test_maven_fetch_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first start's download says how far Maven has got (files and MB), then that it is done."""
+    import os
+
+    from graphstrata.neo4j_dist import LauncherError, _resolve
+
+    mvn = tmp_path / "bin" / "mvn"
+    mvn.parent.mkdir()
+    mvn.write_text(FAKE_MVN)
+    mvn.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{mvn.parent}:{os.environ['PATH']}")
+    said: list[str] = []
+    jars = _resolve([("org.neo4j", "neo4j", "5.0")], tmp_path / "w", said.append, "1/3 Neo4j", every=0)
+    assert jars == {"org.neo4j:neo4j": Path("/tmp/x.jar")}
+    assert said == [
+        "  1/3 Neo4j: 1 files, 1 MB downloaded so far …",
+        "  1/3 Neo4j: 2 files, 2 MB downloaded so far …",
+        "  1/3 Neo4j: 3 files, 3 MB downloaded so far …",
+        "  1/3 Neo4j: resolved (3 files, 3 MB downloaded)",
+    ]
+    monkeypatch.setenv("FAIL", "1")
+    with pytest.raises(LauncherError, match=r"Maven Central .* could not be reached"):
+        _resolve([("org.neo4j", "neo4j", "5.0")], tmp_path / "w2", said.append, "1/3 Neo4j", every=0)
