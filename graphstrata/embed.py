@@ -15,7 +15,8 @@ Both match sentence-transformers' pipeline: Transformer → mean pooling over re
 normalisation.
 
 Stored texts and questions. Questions, passages (chunks and sub-chunks) and entity names are always
-embedded in float32 (int8 passage vectors cost Recall@5: README, "Embeddings offline"). The finer texts a graph stores
+embedded in float32 (int8 passage vectors cost Recall@5: docs/configuration.md, "Embeddings offline").
+The finer texts a graph stores
 vectors of (sentences, semantic units, relations, summaries) are embedded at the graph's precision
 (``GRAPHSTRATA_EMBED_PRECISION`` when the graph is created, then recorded in it): ``int8`` runs
 onnxruntime's dynamically quantised encoder, one text per run (graphstrata/embed_onnx.py), about

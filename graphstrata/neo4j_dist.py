@@ -5,7 +5,7 @@ of, GDS's open edition and the Browser's static files. We resolve them with ``mv
 Maven Central's checksums, ``--strict-checksums``), lay them out as a NEO4J_HOME in a cache folder,
 and run ``org.neo4j.server.Neo4jCommunity`` on a JDK found on this machine.
 
-Version choice (see README "Why these versions"): GDS 2.26.0 is the newest GDS on Maven Central and
+Version choice (see docs/configuration.md "Why these versions"): GDS 2.26.0 is the newest GDS on Maven Central and
 is built for Neo4j 2026.01; Neo4j 2026.01 runs on Java 21 or 25.
 """
 
