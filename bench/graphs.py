@@ -73,7 +73,7 @@ DEFAULT_METHODS = [
 UNCAPPED = {"ketrag", "darag", "sgrag"}
 VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
-    # the default fusion before session 11 (now: the two PPR walks, hipporag and noderag)
+    # fusion's earlier default (now: the two PPR walks, hipporag and noderag)
     "fusion-all": ("fusion", {"methods": ["vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag"]}),
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),

@@ -197,7 +197,7 @@ class GraphStrata:
         (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
         from graphstrata.augment import AugmentContext, run
         from graphstrata.augment.params import AugmentParams
-        from graphstrata.retrieval.base import warm
+        from graphstrata.retrieval.warmup import warm
 
         unknown = sorted(set(params) - set(AugmentParams.model_fields))
         if unknown:

@@ -295,8 +295,9 @@ class Settings(BaseSettings):
         problems = self.gds_backend_problems()
         if problems:
             raise ConfigError(
-                f"GRAPHSTRATA_GDS_BACKEND={self.gds_backend} needs: " + "; ".join(problems) + " (README "
-                '"Clusters and Aura")'
+                f"GRAPHSTRATA_GDS_BACKEND={self.gds_backend} needs: "
+                + "; ".join(problems)
+                + ' (docs/configuration.md, "Clusters and Aura")'
             )
 
     @field_validator("gds_max_memory")

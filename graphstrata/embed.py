@@ -15,7 +15,8 @@ Both match sentence-transformers' pipeline: Transformer → mean pooling over re
 normalisation.
 
 Stored texts and questions. Questions, passages (chunks and sub-chunks) and entity names are always
-embedded in float32 (int8 passage vectors cost Recall@5: README, "Embeddings offline"). The finer texts a graph stores
+embedded in float32 (int8 passage vectors cost Recall@5: docs/configuration.md, "Embeddings offline").
+The finer texts a graph stores
 vectors of (sentences, semantic units, relations, summaries) are embedded at the graph's precision
 (``GRAPHSTRATA_EMBED_PRECISION`` when the graph is created, then recorded in it): ``int8`` runs
 onnxruntime's dynamically quantised encoder, one text per run (graphstrata/embed_onnx.py), about
@@ -27,11 +28,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -103,6 +105,32 @@ def model_dir() -> Path:
 RUNTIMES = ("onnx", "numpy")
 
 
+#: onnxruntime encoders shared by the process's embedders: embedders that differ only in their vector
+#: cache (each settings' cache_dir) share one instead of holding ~100-300 MB of sessions each (a
+#: session's run is thread-safe and keeps no state between calls). The int8 graph is quantised (or
+#: read from a model cache) once per process. The least recently used beyond four go.
+_ENCODERS: OrderedDict[tuple[str, int, str], Any] = OrderedDict()
+_ENCODERS_LOCK = threading.Lock()
+
+
+def _onnx_encoder(
+    path: Path, w: dict[str, np.ndarray], shape: tuple[int, int, float], threads: int, precision: str, model_cache
+):
+    from graphstrata.embed_onnx import OnnxEncoder
+
+    key = (str(path), threads, precision)
+    with _ENCODERS_LOCK:
+        if key not in _ENCODERS:
+            layers, heads, eps = shape
+            _ENCODERS[key] = OnnxEncoder(
+                w, layers, heads, eps, threads, int8=precision == "int8", model_cache=model_cache
+            )
+            while len(_ENCODERS) > 4:
+                _ENCODERS.popitem(last=False)
+        _ENCODERS.move_to_end(key)
+        return _ENCODERS[key]
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (BERT, 6 layers, 384 dims, max 256 tokens) on onnxruntime or in numpy."""
 
@@ -154,10 +182,8 @@ class MiniLMEmbedder:
         self.tokenizer.no_padding()
         self.runtime = runtime
         if runtime == "onnx":
-            from graphstrata.embed_onnx import OnnxEncoder
-
-            self._encode = OnnxEncoder(
-                self.w, self.layers, self.heads, self.eps, threads, int8=precision == "int8", model_cache=model_cache
+            self._encode = _onnx_encoder(
+                path, self.w, (self.layers, self.heads, self.eps), threads, precision, model_cache
             )
             self.w = {}  # the session holds its own copy
             return

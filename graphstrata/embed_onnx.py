@@ -194,7 +194,7 @@ class OnnxEncoder:
     Two sessions over the same graph: one with a thread per core (a single batch, such as a question
     embedded while nothing else runs) and one with a single thread (``one_core=True``), for a question
     whose method parses it beside the embedding: a pool of a thread per core there waits at every
-    operator for the core the parse holds (README, "Embeddings offline"). Several batches run on the
+    operator for the core the parse holds (docs/configuration.md, "Embeddings offline"). Several batches run on the
     single-thread session side by side, one per core (:meth:`graphstrata.embed.MiniLMEmbedder.compute`).
     Both give the same vectors, bit for bit (tests/test_embed.py). ``int8``: the graph of
     :func:`quantize_int8` (kept in ``model_cache``)."""

@@ -9,7 +9,7 @@ graphstrata's own data stay Cypher (``graphstrata/cypher/``). Two backends (``GR
   bookmarks, the request's deadline, and access modes by what a procedure does — GDS declares its
   catalogue, estimate and stream procedures READ, so they run in read transactions (with a
   ``neo4j://`` routing driver they go where retrieval's reads go, a cluster's secondaries, whose
-  in-memory catalogues are each their own: README "Clusters and Aura"); only ``.write`` procedures
+  in-memory catalogues are each their own: docs/configuration.md "Clusters and Aura"); only ``.write`` procedures
   run in write transactions.
 - ``aura_sessions``: an Aura Graph Analytics session of the client's ``GdsSessions``
   (:func:`_session_client`), for a database without the plugin (AuraDB). Projections are the

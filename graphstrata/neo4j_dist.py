@@ -5,12 +5,13 @@ of, GDS's open edition and the Browser's static files. We resolve them with ``mv
 Maven Central's checksums, ``--strict-checksums``), lay them out as a NEO4J_HOME in a cache folder,
 and run ``org.neo4j.server.Neo4jCommunity`` on a JDK found on this machine.
 
-Version choice (see README "Why these versions"): GDS 2.26.0 is the newest GDS on Maven Central and
+Version choice (see docs/configuration.md "Why these versions"): GDS 2.26.0 is the newest GDS on Maven Central and
 is built for Neo4j 2026.01; Neo4j 2026.01 runs on Java 21 or 25.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import json
@@ -19,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,8 +186,15 @@ def _pom(artifacts: list[tuple[str, str, str]]) -> str:
     )
 
 
-def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, Path]:
-    """Runtime closure of `artifacts` as {"group:artifact": jar path in the local Maven repository}."""
+_DOWNLOADED = re.compile(r"^\[INFO\] Downloaded from \S+: \S+ \((\d+(?:\.\d+)?) (B|kB|MB|GB)")
+_UNIT = {"B": 1e-6, "kB": 1e-3, "MB": 1.0, "GB": 1e3}
+
+
+def _resolve(
+    artifacts: list[tuple[str, str, str]], workdir: Path, log=None, label: str = "", every: float = 5.0
+) -> dict[str, Path]:
+    """Runtime closure of `artifacts` as {"group:artifact": jar path in the local Maven repository};
+    ``log`` hears, every ``every`` seconds of downloading and at the end, how much Maven has fetched."""
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "pom.xml").write_text(_pom(artifacts))
     listing = workdir / "deps.txt"
@@ -194,8 +203,7 @@ def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, 
         raise LauncherError("Maven (`mvn`) is needed to fetch Neo4j from Maven Central; install it first.")
     cmd = [
         mvn,
-        "-B",
-        "-q",
+        "-B",  # batch mode: one "Downloaded from" line per file, counted below
         "--strict-checksums",
         "-f",
         str(workdir / "pom.xml"),
@@ -207,11 +215,24 @@ def _resolve(artifacts: list[tuple[str, str, str]], workdir: Path) -> dict[str, 
         "-Dsort=true",
     ]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as e:
         raise LauncherError(f"could not run Maven ({mvn}): {e.strerror or e}") from e
-    if proc.returncode != 0:
-        raise LauncherError(_download_failure(proc.stdout + proc.stderr))
+    tail: collections.deque[str] = collections.deque(maxlen=2000)  # for the message should it fail
+    files, megabytes, said = 0, 0.0, time.monotonic()
+    for line in proc.stdout or ():
+        tail.append(line)
+        hit = _DOWNLOADED.match(line)
+        if hit:
+            files, megabytes = files + 1, megabytes + float(hit.group(1)) * _UNIT[hit.group(2)]
+            if log is not None and time.monotonic() - said >= every:
+                log(f"  {label}: {files} files, {megabytes:.0f} MB downloaded so far …")
+                said = time.monotonic()
+    if proc.wait() != 0:
+        raise LauncherError(_download_failure("".join(tail)))
+    if log is not None:
+        fetched = f"{files} files, {megabytes:.0f} MB downloaded" if files else "all in ~/.m2 already"
+        log(f"  {label}: resolved ({fetched})")
     jars: dict[str, Path] = {}
     for line in listing.read_text().splitlines():
         line = line.split(" -- ")[0].strip()
@@ -318,9 +339,9 @@ def ensure_distribution(settings: Settings | None = None, log=print) -> Distribu
             "set GRAPHSTRATA_CACHE_DIR to a writable folder with about 200 MB free"
         ) from e
     try:
-        server = _resolve(SERVER_ARTIFACTS, staging / "mvn-server")
-        gds = _resolve(GDS_ARTIFACTS, staging / "mvn-gds")
-        apoc = _resolve(APOC_ARTIFACTS, staging / "mvn-apoc")
+        server = _resolve(SERVER_ARTIFACTS, staging / "mvn-server", log, f"1/3 Neo4j {NEO4J_VERSION} + Browser")
+        gds = _resolve(GDS_ARTIFACTS, staging / "mvn-gds", log, f"2/3 GDS {GDS_VERSION}")
+        apoc = _resolve(APOC_ARTIFACTS, staging / "mvn-apoc", log, f"3/3 APOC {APOC_VERSION}")
         # GDS's extension (its injectable components) is found by ServiceLoader on the JVM class
         # path, its procedures by the plugin directory scan; so the GDS jars go on both, and the
         # plugin class loader, which asks the server's loader first, resolves every class once.

@@ -127,3 +127,25 @@ def print_evidence(out: Console, items: Sequence[ContextItem]) -> None:
         out.print(head, overflow="fold")
         out.print(Text(fold(item.text, out.width)), overflow="fold")
         out.print(Text(fold(f"why: {item.why}", out.width, max_lines=2), style="dim"), overflow="fold")
+
+
+def entities_not_in_graph(db: Database, question: str) -> tuple[list[str], list[str]] | None:
+    """The question's entities (as every method finds them without an LLM) and those of them no
+    entity in the graph matches, or None when the question names none or all are found."""
+    from graphstrata.retrieval.linking import link_entities, spacy_query_entities
+
+    names = spacy_query_entities(question)
+    if not names:
+        return None
+    found = {e.query_name for e in link_entities(db, names).entities}
+    missing = [n for n in names if n not in found]
+    return (names, missing) if missing else None
+
+
+def not_in_graph_note(names: Sequence[str], missing: Sequence[str]) -> str:
+    if len(missing) == len(names):
+        return (
+            f"note: no entity of the question ({', '.join(missing)}) is in the graph; the evidence below is "
+            "what is most similar to the question and may not be about it"
+        )
+    return f"note: not in the graph: {', '.join(missing)} (the evidence follows the question's other entities)"

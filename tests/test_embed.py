@@ -215,8 +215,9 @@ def test_float32_batches_share_the_cores_and_keep_their_vectors() -> None:
 def test_int8_graph_is_quantised_once_and_kept(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The quantised graph is written whole to the model cache, and a later build reads it back
     instead of quantising again; the encoder over the kept graph gives the same vectors."""
-    from graphstrata import embed_onnx
+    from graphstrata import embed, embed_onnx
 
+    monkeypatch.setattr(embed, "_ENCODERS", type(embed._ENCODERS)())  # this test builds its own
     first = MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path)
     kept = list(tmp_path.glob("minilm-int8-*.onnx"))
     assert len(kept) == 1 and not list(tmp_path.glob("*.tmp"))
@@ -225,8 +226,12 @@ def test_int8_graph_is_quantised_once_and_kept(tmp_path, monkeypatch: pytest.Mon
         raise AssertionError("quantised again")
 
     monkeypatch.setattr(embed_onnx, "_quantize", no_quantising)
+    # a process shares one encoder between its embedders: forget it, as a new process would start
+    monkeypatch.setattr(embed, "_ENCODERS", type(embed._ENCODERS)())
     again = MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path)
+    assert again._encode is not first._encode
     assert np.array_equal(again.compute(PASSAGES[:3]), first.compute(PASSAGES[:3]))
+    monkeypatch.setattr(embed, "_ENCODERS", type(embed._ENCODERS)())
     with pytest.raises(AssertionError, match="quantised again"):
         MiniLMEmbedder(runtime="onnx", precision="int8", model_cache=tmp_path / "elsewhere")
 

@@ -31,12 +31,15 @@ from graphstrata.ingest.pipeline import IngestOptions, IngestWriteError
 from graphstrata.ingest.write import GraphWriter
 from graphstrata.llm_cache import CacheWriteError
 from graphstrata.neo4j_local import Instance, LauncherError
-from tests.conftest import TEST_BOLT, TEST_INSTANCE
+from tests.conftest import TEST_INSTANCE
 from tests.fake_openai import CHAT_MODEL, FakeOpenAI
+from tests.run_instance import free_ports
 
 pytest_plugins = ["tests.conftest_llm"]
 
-LIMITS_BOLT = int(os.environ.get("GRAPHSTRATA_TEST_LIMITS_BOLT_PORT", str(TEST_BOLT + 16)))
+# the dedicated servers' bolt/http ports: four consecutive from the override, else free ones
+_LIMITS = os.environ.get("GRAPHSTRATA_TEST_LIMITS_BOLT_PORT")
+LIMITS_PORTS = [int(_LIMITS) + i for i in range(4)] if _LIMITS else free_ports(4)
 TX_MEMORY = "2m"  # Neo4j's per-transaction memory cap on the dedicated server
 OPTS = IngestOptions(extractor="spacy", chunk_size=60, chunk_overlap=0, splits=0)
 SENTENCE = "Ada Lovelace wrote notes about the Analytical Engine in London. "
@@ -132,7 +135,7 @@ def limited(neo4j_mode: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     data = root / "data"
     data.mkdir()
     why = mount_tmpfs(data, "64m")
-    inst = Instance(f"{TEST_INSTANCE}-limits", root, LIMITS_BOLT, LIMITS_BOLT + 1, "1g", "64m", base_conf())
+    inst = Instance(f"{TEST_INSTANCE}-limits", root, LIMITS_PORTS[0], LIMITS_PORTS[1], "1g", "64m", base_conf())
     try:
         inst.start(timeout=300)
         yield Limited(inst, why)
@@ -305,7 +308,7 @@ def test_launcher_on_a_read_only_data_folder_is_a_clear_error(neo4j_mode: str, t
     if neo4j_mode != "local":
         pytest.skip("the launcher is only used with the local server")
     with unwritable_dir(tmp_path, "readonly") as ro:
-        inst = Instance(f"{TEST_INSTANCE}-ro", ro / "inst", LIMITS_BOLT + 2, LIMITS_BOLT + 3, "512m", "64m")
+        inst = Instance(f"{TEST_INSTANCE}-ro", ro / "inst", LIMITS_PORTS[2], LIMITS_PORTS[3], "512m", "64m")
         start = time.monotonic()
         with pytest.raises(LauncherError, match="cannot write the instance folder") as err:
             inst.start(timeout=60)

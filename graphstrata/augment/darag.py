@@ -25,7 +25,8 @@ def darag_chunk_attributes(ctx: AugmentContext) -> StageReport:
     without a model's (see :func:`attribute_text`) keeps none, and DA-RAG uses its text's vector."""
     rows = ctx.db.read_rows(query("augment.chunk_attribute_state"), ["id", "title", "description", "extractor", "key"])
     texts = [(i, attribute_text(title, description, extractor), key) for i, title, description, extractor, key in rows]
-    # a passage's attribute, ranked against the question as the passage is: float32 (README, "Embeddings offline")
+    # a passage's attribute, ranked against the question as the passage is: float32
+    # (docs/configuration.md, "Embeddings offline")
     embedded, cleared = refresh_text_vectors(
         ctx,
         texts,

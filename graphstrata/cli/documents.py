@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graphstrata.cli.common import _fail, _is_json, app, console
+from graphstrata.cli.common import LogProgress, _fail, _is_json, app, console, stdout_console
 from graphstrata.config import get_settings
 
 
@@ -72,14 +71,14 @@ def stats() -> None:
         table.add_row("label", r["label"], str(r["n"]))
     for r in rels:
         table.add_row("rel", r["type"], str(r["n"]))
-    Console().print(table)
+    stdout_console().print(table)
 
 
 # --- documents ------------------------------------------------------------------------------
 def print_report(report) -> None:
     from graphstrata.output import print_summary
 
-    out = Console()
+    out = stdout_console()
     counts = {
         "documents new": report.documents_new,
         "replaced": report.documents_replaced,
@@ -100,16 +99,16 @@ def print_report(report) -> None:
         headers = ["LLM stage", "calls", "prompt tokens", "completion tokens", "cache hits", "retries", "failures"]
         print_summary(out, "LLM cost", headers, rows, keyed=True)
     else:
-        Console().print("LLM: no calls", highlight=False)
+        stdout_console().print("LLM: no calls", highlight=False)
     if report.ketrag:
         k = report.ketrag
-        Console().print(
+        stdout_console().print(
             f"KET-RAG profile: {k['core_chunks']} of {k['chunks']} chunks extracted (beta {k['beta']}); "
             f"saved {k['llm_calls_saved']} LLM calls and ~{k['prompt_tokens_saved']} prompt tokens vs full extraction",
             highlight=False,
         )
     stages = ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())
-    Console().print(
+    stdout_console().print(
         f"seconds per stage: {stages}; {report.rows_written} rows written ({report.rows_per_second:.0f} rows/s)",
         highlight=False,
     )
@@ -185,7 +184,7 @@ def ingest(
         bool, typer.Option("--semantic", help="Semantic chunking (semchunk) instead of windows.")
     ] = False,
     splits: Annotated[int, typer.Option(help="KET-RAG sub-chunk splits m (2**m pieces).")] = 3,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress (bars or log lines).")] = False,
     profile: Annotated[
         str, typer.Option(help="`full`: extract every chunk; `ketrag`: only PageRank core chunks (KET-RAG).")
     ] = "full",
@@ -233,14 +232,18 @@ def ingest(
         )
     except ValidationError as e:
         _fail("bad option: " + "; ".join(f"{'.'.join(map(str, x['loc']))}: {x['msg']}" for x in e.errors()))
+    # bars on a terminal; in a log, lines as the stages advance (never minutes of silence)
     progress = not quiet and sys.stderr.isatty()
+    lines = LogProgress("ingest") if not quiet and not progress else None
     report = IngestReport()
     try:
         with GraphStrata() as gs:
             if extractions is not None:
                 report.add(gs.ingest_extractions(extractions, options, progress=progress, skip_invalid=skip_invalid))
             if paths:
-                report.add(gs.ingest(paths, options, progress=progress))
+                if lines is not None:
+                    console.print(f"ingest: reading {', '.join(paths)}", highlight=False, markup=False)
+                report.add(gs.ingest(paths, options, progress=progress, on_progress=lines))
     # (an IngestWriteError names the documents and says what was committed before it)
     except (
         ConnectionError_,
@@ -318,10 +321,16 @@ class DocStatus(StrEnum):
 @app.command("documents")
 def documents_cmd(
     status: Annotated[DocStatus | None, typer.Option(help="Only documents of this status.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="As JSON.")] = False,
+    title: Annotated[
+        str | None, typer.Option("--title", help="Only documents whose title contains this (any case).")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Documents shown (one page).")] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="Documents skipped before the page.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="The page as a JSON list.")] = False,
 ) -> None:
-    """The graph's documents: status (processed, or failed with the reason), chunks, chunks whose
-    extraction failed, when last ingested. (Queued and processing documents are the server's: GET /documents.)"""
+    """The graph's documents, by title, one page at a time: status (processed, or failed with the
+    reason), chunks, chunks whose extraction failed, when last ingested; then how many match in all.
+    (Queued and processing documents are the server's: GET /documents.)"""
     from graphstrata import documents
     from graphstrata.db import ConnectionError_, Database
 
@@ -330,18 +339,33 @@ def documents_cmd(
             docs = documents.in_graph(db)
     except ConnectionError_ as e:
         _fail(str(e))
-    chosen = [d for d in docs if status is None or d.status == status.value]
+    needle = (title or "").casefold()
+    chosen = [d for d in docs if (status is None or d.status == status.value) and needle in d.title.casefold()]
+    shown = chosen[offset : offset + limit]
     if as_json:
-        print(json.dumps([d.model_dump(mode="json", exclude_none=True) for d in chosen], indent=2, ensure_ascii=False))
+        print(json.dumps([d.model_dump(mode="json", exclude_none=True) for d in shown], indent=2, ensure_ascii=False))
         return
     table = Table("title", "status", "chunks", "failed chunks", "last ingested", "source", "reason")
-    for d in chosen:
+    for d in shown:
         table.add_row(
             d.title, d.status, str(d.chunks), str(d.failed_chunks), d.ingested_at or "", d.source, d.reason or ""
         )
-    out = Console(width=None if sys.stdout.isatty() else 250)
-    out.print(table, highlight=False)
-    out.print(f"[dim]{len(chosen)} document(s)[/]")
+    out = stdout_console()
+    if shown:
+        out.print(table, highlight=False)
+    print_page_line(out, len(chosen), offset, len(shown), len(docs))
+
+
+def print_page_line(out, total: int, offset: int, shown: int, in_graph: int) -> None:
+    """``documents 1-50 of 994 (--offset 50 for the next 50)``; the graph's count when a filter applies."""
+    where = f" (of {in_graph} in the graph)" if total != in_graph else ""
+    if shown == 0:
+        line = f"no documents at offset {offset} of {total}{where}" if total else f"0 documents{where}"
+    else:
+        line = f"documents {offset + 1}-{offset + shown} of {total}{where}"
+        if offset + shown < total:
+            line += f"; next page: --offset {offset + shown}"
+    out.print(line, style="dim", highlight=False, markup=False)
 
 
 @app.command("augment")
@@ -378,23 +402,24 @@ def augment(
         if not sep:
             _fail(f"--param takes name=value, got {item!r}")
         params[key] = json.loads(value) if _is_json(value) else value
+    started: list[str] = []  # the order the stages started in (two run side by side): results follow it
+
+    def on_stage(name: str, i: int, n: int) -> None:
+        started.append(name)
+        if not console.is_terminal:  # bars on a terminal; in a log, one line as each stage starts
+            console.print(f"augment {i}/{n}: {name} …", highlight=False, markup=False)
+
     try:
         with GraphStrata() as gs:
-            # bars on a terminal; in a log, one line as each stage starts
-            reports = gs.augment(
-                stage or None,
-                progress=console.is_terminal,
-                on_stage=None
-                if console.is_terminal
-                else lambda name, i, n: console.print(f"augment {i}/{n}: {name} …", highlight=False),
-                **params,
-            )
+            reports = gs.augment(stage or None, progress=console.is_terminal, on_stage=on_stage, **params)
     except (ConnectionError_, ValueError, GDSError) as e:
         _fail(str(e))
     from graphstrata.output import print_summary
 
+    position = {name: i for i, name in enumerate(started)}
+    reports = sorted(reports, key=lambda r: position.get(r.stage, len(position)))
     rows = [[r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items())] for r in reports]
-    print_summary(Console(), "augment", ["stage", "seconds", "counts"], rows, keyed=True)
+    print_summary(stdout_console(), "augment", ["stage", "seconds", "counts"], rows, keyed=True)
 
 
 # --- questions --------------------------------------------------------------------------------

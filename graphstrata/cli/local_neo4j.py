@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -60,16 +61,54 @@ def neo4j_status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Is the local server running and answering? Exit code 3 when it is not."""
-    from graphstrata.neo4j_local import Instance
+    from graphstrata.neo4j_local import APOC_VERSION, Instance
 
-    info = Instance.from_settings(_settings(instance, bolt_port, http_port)).status()
+    inst = Instance.from_settings(_settings(instance, bolt_port, http_port))
+    info = inst.status()
+    info.update(java_of(inst.pid()), apoc=APOC_VERSION)
     if as_json:
         print(json.dumps(info))
     else:
-        for k, v in info.items():
-            print(f"{k:10} {v}")
+        print(status_text(info))
     if not info["answering"]:
         raise typer.Exit(3)
+
+
+def java_of(pid: int | None) -> dict:
+    """The running server's Java (its command line's first word), else the one a start would use."""
+    from graphstrata.neo4j_dist import LauncherError, find_java, java_major_version
+
+    try:
+        if pid is not None:
+            path = Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode())
+            return {"java": java_major_version(path), "java_path": str(path)}
+        path, major = find_java()
+        return {"java": major, "java_path": str(path)}
+    except (OSError, LauncherError):
+        return {"java": None, "java_path": None}
+
+
+def status_text(info: dict) -> str:
+    from graphstrata.neo4j_dist import GDS_VERSION, NEO4J_VERSION
+
+    """`key  value` lines a person reads: yes/no, versions with what they are, nothing printed as None."""
+    running = f"yes (pid {info['pid']})" if info["running"] else "no"
+    pinned = "" if info["answering"] else " (the installed version; the server is not answering)"
+    java = f"{info['java']} ({info['java_path']})" if info.get("java") else "none found (a start needs Java 21 or 25)"
+    neo4j = f"{info.get('neo4j') or NEO4J_VERSION}{' ' + info['edition'] if info.get('edition') else ''}{pinned}"
+    rows = [
+        ("instance", info["instance"]),
+        ("running", running),
+        ("answering", "yes" if info["answering"] else "no"),
+        ("bolt", info["bolt"]),
+        ("browser", info["browser"]),
+        ("home", info["home"]),
+        ("java", java),
+        ("neo4j", neo4j),
+        ("gds", f"{info.get('gds') or GDS_VERSION}{pinned}"),
+        ("apoc", f"{info['apoc']}{pinned}"),
+    ]
+    return "\n".join(f"{k:10} {v}" for k, v in rows)
 
 
 @neo4j_app.command("logs")

@@ -7,10 +7,9 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
-from graphstrata.cli.common import _fail, _is_json, app, console
+from graphstrata.cli.common import _fail, _is_json, app, console, stdout_console
 from graphstrata.config import get_settings
 
 
@@ -29,7 +28,13 @@ def ask(
     """Answer a question from the graph, citing node ids (no model configured: prints the evidence)."""
     from graphstrata.client import GraphStrata
     from graphstrata.generate import AnswerStream
-    from graphstrata.output import collect_warnings, fill_titles, print_evidence
+    from graphstrata.output import (
+        collect_warnings,
+        entities_not_in_graph,
+        fill_titles,
+        not_in_graph_note,
+        print_evidence,
+    )
     from graphstrata.retrieval.base import RetrievalError
 
     if stream and as_json:
@@ -41,6 +46,7 @@ def ask(
             _fail(f"--param takes name=value, got {item!r}")
         params[key] = json.loads(value) if value[:1] in "[{0123456789-tfn" and _is_json(value) else value
     streamed = False
+    missing = None
     try:
         with GraphStrata() as gs:
             if stream:
@@ -56,13 +62,23 @@ def ask(
                 result = gs.ask(question, method, **params)
             if not as_json:
                 fill_titles(gs.db, result.retrieval.items)
+                missing = entities_not_in_graph(gs.db, question)
     except RetrievalError as e:
         _fail(str(e))
     if as_json:
         print(result.model_dump_json(indent=2))
         return
-    out = Console()
+    out = stdout_console()
     r = result.retrieval
+    if "route" in r.notes:  # auto: the method it chose and why
+        out.print(
+            f"auto chose {r.notes['route']} ({r.notes.get('rule', '')} rule): {r.notes.get('reason', '')}",
+            style="dim",
+            highlight=False,
+            markup=False,
+        )
+    if missing:
+        out.print(not_in_graph_note(missing[0], missing[1]), style="yellow", highlight=False, markup=False)
     for warning in collect_warnings(r.notes):
         console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)
     if result.answer is not None:
@@ -79,12 +95,15 @@ def ask(
 @app.command("methods")
 def methods() -> None:
     """List retrieval methods and their parameters with defaults."""
-    from graphstrata.retrieval.base import available_methods
+    from graphstrata.retrieval.base import registered_methods
 
-    for name, info in available_methods().items():
-        props = info["parameters"].get("properties", {})
-        params = ", ".join(f"{k}={v.get('default')}" for k, v in props.items())
-        print(f"{name:12} {info['summary']}\n{'':12} {params}")
+    out = stdout_console()
+    for name, cls in registered_methods().items():
+        fields = cls.Params.model_fields
+        params = ", ".join(f"{k}={f.get_default(call_default_factory=True)!r}" for k, f in fields.items())
+        out.print(name, style="bold", highlight=False, markup=False)
+        out.print(f"    {cls.summary}", highlight=False, markup=False)
+        out.print(f"    defaults: {params}", style="dim", highlight=False, markup=False)
 
 
 @app.command("serve")
@@ -271,7 +290,7 @@ def cypher(
 
     cells = [[lib.caption(row[k]) for k in result.keys] for row in result.rows]
     cells = [[c if len(c) <= width else c[: width - 1] + "…" for c in row] for row in cells]
-    out = Console()
+    out = stdout_console()
     if result.keys:  # a table when it fits the terminal, else one record per row
         print_summary(out, name or "result", result.keys, cells)
     out.print(f"[dim]{len(result.rows)} row(s){escape(capped)}[/]")

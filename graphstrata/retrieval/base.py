@@ -309,23 +309,11 @@ def _load_methods() -> None:
         return
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import graphstrata.retrieval as package
-
-    for mod in pkgutil.iter_modules(package.__path__):
-        if mod.name not in ("base",):
-            importlib.import_module(f"{package.__name__}.{mod.name}")
+    # the package's folder and name from this file (importing the package here would be an import cycle)
+    package = __name__.rpartition(".")[0]
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.name not in ("base", "warmup"):
+            importlib.import_module(f"{package}.{mod.name}")
     _LOADED.append(True)
-
-
-def warm(db: Database, concurrency: int = 2) -> None:
-    """Build the projections the PPR methods walk (NodeRAG's heterograph, HippoRAG's passage graph)
-    and check the graph's indexes (:func:`graphstrata.schema.graph_indexes`) now — after augment, at
-    server start — so that the first question does not."""
-    from graphstrata.retrieval import hipporag, noderag
-    from graphstrata.schema import graph_indexes
-    from graphstrata.walkgraph import graph_version
-
-    graph_indexes(db, graph_version(db))
-    noderag.warm(db, concurrency)
-    hipporag.warm(db, concurrency)

@@ -201,10 +201,20 @@ def _subchunk_item(s: dict, why: str) -> ContextItem:
     )
 
 
+class SkeletonParams(KETRAGParams):
+    # lambda is fixed by the variant: listed (and validated) as what runs, not as ketrag's 0.2
+    lam: float = Field(1.0, ge=1, le=1, description="fixed at 1: the skeleton channel gets the whole budget")
+
+
+class KeywordParams(KETRAGParams):
+    lam: float = Field(0.0, ge=0, le=0, description="fixed at 0: the keyword channel gets the whole budget")
+
+
 @register
 class KETRAGSkeleton(KETRAGRetriever):
     name = "ketrag-skeleton"
     summary = "KET-RAG's Skeleton-RAG: the knowledge-graph channel alone (lambda = 1)."
+    Params = SkeletonParams
     fixed_lambda = 1.0
     fusion_rank = None  # a channel of ketrag, which fusion already runs
 
@@ -213,5 +223,6 @@ class KETRAGSkeleton(KETRAGRetriever):
 class KETRAGKeyword(KETRAGRetriever):
     name = "ketrag-keyword"
     summary = "KET-RAG's Keyword-RAG: the text-keyword channel alone (lambda = 0)."
+    Params = KeywordParams
     fixed_lambda = 0.0
     fusion_rank = None

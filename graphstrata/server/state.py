@@ -51,7 +51,7 @@ class ServerState:
         """The PPR methods' projections and DA-RAG's layers, made in the background at start: the
         first question finds them."""
         from graphstrata.retrieval import darag
-        from graphstrata.retrieval.base import warm
+        from graphstrata.retrieval.warmup import warm
 
         try:
             warm(gs.db, self.settings.gds_concurrency)
