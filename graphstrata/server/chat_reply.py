@@ -72,7 +72,8 @@ def digest(answer: Any, query: SearchQuery, method: str) -> str:
     parts = [NO_MODEL_SHORT]
     used = len(NO_MODEL_SHORT)
     for i, item in enumerate(items[:DIGEST_ITEMS], 1):
-        line = f"[{i}] {where(item)}: {cut(item.text, DIGEST_ITEM_CHARS)}"
+        text = item.text.removeprefix(item.doc_titles[0] + "\n") if item.doc_titles else item.text  # title once
+        line = f"[{i}] {where(item)}: {cut(text, DIGEST_ITEM_CHARS)}"
         if used + len(line) > DIGEST_CHARS - 300:  # room for the pointer below
             break
         parts.append(line)
