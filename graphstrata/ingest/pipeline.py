@@ -41,13 +41,13 @@ from graphstrata.ingest.assemble import (
     embedding_inputs,
 )
 from graphstrata.ingest.chunk import Piece, semantic_chunks, token_chunks
-from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, before_writes, doc_name
 from graphstrata.ingest.extract import extract_with_llm
 from graphstrata.ingest.extract_spacy import extract_many_with_spacy
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
+from graphstrata.ingest.provenance import piece_provenance
 from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
 from graphstrata.ingest.user_extractions import attach_user_extractions
 from graphstrata.ingest.write import GraphWriter
@@ -266,7 +266,8 @@ class Ingestor:
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
                 pieces = self._pieces(p.doc)
-                where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
+                # by where the chunker cut, not by searching the text (repeated boilerplate)
+                where = piece_provenance(p.doc.text, p.doc.sections, pieces, self.options.chunking != "semantic")
                 texts += chunk_rows(p, pieces, where, self.options)
                 advance(1)
         with st.stage("spacy", len({text for text, _ in texts})) as advance:
