@@ -140,7 +140,8 @@ def test_upload_pdf_html_docx_and_a_corrupt_pdf_is_a_failed_document(server: Ser
     job, _ = server.wait_job(r.json()["id"])
     assert job["state"] == "succeeded" and job["result"]["report"]["documents_new"] == 1, job
     assert count_documents(db, "Nergal") == 1
-    failed = {d["source"]: d for d in server.http.get("/documents", params={"status": "failed"}).json()["documents"]}
+    listed = server.http.get("/documents", params={"status": "failed"}).json()["documents"]
+    failed = {d["source"]: d for d in listed if d["source"].startswith("upload:")}
     assert set(failed) == {"upload:broken.pdf", "upload:scanned.pdf"}
     assert "corrupt" in failed["upload:broken.pdf"]["reason"]
     assert "text" in failed["upload:scanned.pdf"]["reason"]  # no text layer
