@@ -213,6 +213,12 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("GRAPHSTRATA_CYPHER_TIMEOUT"),
         description="Seconds a model-written (text-to-Cypher) query may run in Neo4j (its transaction timeout).",
     )
+    max_embed_inputs: int = Field(
+        256,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_MAX_EMBED_INPUTS"),
+        description="Most texts one POST /v1/embeddings may embed (each at most GRAPHSTRATA_MAX_QUESTION_CHARS).",
+    )
     max_document_bytes: int = Field(
         50 * 1024 * 1024,
         ge=1,

@@ -185,8 +185,11 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     settings = settings or get_settings()
     graph = Graph(settings)
     methods = list(registered_methods())
+    from graphstrata import __version__
+
     server = MCPServer(
         name="graphstrata",
+        version=__version__,  # clients show and log it (serverInfo.version)
         instructions=(
             "A knowledge graph of the user's documents in Neo4j. `retrieve` gives ranked evidence with node ids "
             "(try method 'auto'); `ask` a cited answer; `cypher` runs the analysts' named read queries "

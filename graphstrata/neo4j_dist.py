@@ -57,9 +57,17 @@ APOC_ARTIFACTS = [
     ("org.neo4j.procedure", "apoc-core", APOC_VERSION),
     ("org.neo4j.procedure", "apoc-common", APOC_VERSION),
 ]
-# GDS, and of APOC only the read-only schema procedures the schema readers call: the rest stays unloaded.
-PROCEDURES_UNRESTRICTED = "gds.*,apoc.meta.*"
-PROCEDURES_ALLOWLIST = "gds.*,db.*,dbms.*,apoc.meta.*,apoc.schema.nodes,apoc.schema.relationships"
+# GDS, and of APOC only the read-only procedures and functions the schema readers call (LangChain's
+# `Neo4jGraph(enhanced_schema=True)` and neo4j-graphrag's `get_structured_schema` read relationship
+# counts with `apoc.any.property` and small property value sets with `apoc.schema.properties.distinct`):
+# the rest, the writing procedures included, stays unloaded.
+# (`apoc.any.property` reads any entity's property through database internals, so Neo4j sandboxes it:
+# it must be unrestricted as well as allowed)
+PROCEDURES_UNRESTRICTED = "gds.*,apoc.meta.*,apoc.any.property,apoc.any.properties,apoc.schema.properties.distinct"
+PROCEDURES_ALLOWLIST = (
+    "gds.*,db.*,dbms.*,apoc.meta.*,apoc.schema.nodes,apoc.schema.relationships,apoc.schema.properties.distinct,"
+    "apoc.any.property,apoc.any.properties"
+)
 
 JVM_FLAGS = [
     "-XX:+UseG1GC",

@@ -17,10 +17,10 @@ from graphstrata.config import Settings
 from graphstrata.db import Database
 
 try:
-    from tests.test_convert import HTML, PAGES, make_docx, make_pdf
+    from tests.test_convert import HTML, PAGES, image_only_pdf, make_docx, make_pdf
     from tests.test_server import ROOT, Server, count_documents, fake, server, server_env
 except ModuleNotFoundError:  # tests/ is no package
-    from test_convert import HTML, PAGES, make_docx, make_pdf  # type: ignore[no-redef]
+    from test_convert import HTML, PAGES, image_only_pdf, make_docx, make_pdf  # type: ignore[no-redef]
     from test_server import ROOT, Server, count_documents, fake, server, server_env  # type: ignore[no-redef]
 
 __all__ = ["fake", "server"]  # pytest fixtures (`fake` is one `server` depends on)
@@ -109,7 +109,7 @@ def test_status_through_the_api_and_the_cli(
     assert "processed" in lines["Marie"] and "failed" in lines["Pierre"]
 
 
-def test_upload_pdf_html_docx_and_refuse_a_corrupt_pdf(server: Server, db: Database) -> None:
+def test_upload_pdf_html_docx_and_a_corrupt_pdf_is_a_failed_document(server: Server, db: Database) -> None:
     files = [
         ("files", ("notes.pdf", make_pdf(PAGES), "application/pdf")),
         ("files", ("demons.html", HTML, "text/html")),
@@ -127,14 +127,38 @@ def test_upload_pdf_html_docx_and_refuse_a_corrupt_pdf(server: Server, db: Datab
     assert provenance == ["p. 1", "p. 2", "p. 3"]
     assert server.http.get("/documents/upload:gods.docx").json()["title"] == "Gods of Sumer"
 
-    # one unreadable file rejects the whole upload, before anything is queued
-    jobs_before = len(server.http.get("/jobs").json()["jobs"])
-    bad = [
+    # a mixed upload: the unreadable files (corrupt, a scan with no text) become `failed` documents with
+    # their reasons, the good file is ingested
+    mixed = [
         ("files", ("fine.pdf", make_pdf(["Nergal is a god of war and plague."], "Nergal"), "application/pdf")),
         ("files", ("broken.pdf", make_pdf(PAGES)[:400], "application/pdf")),
+        ("files", ("scanned.pdf", image_only_pdf(), "application/pdf")),
     ]
-    r = server.http.post("/documents", files=bad)
+    r = server.http.post("/documents", files=mixed, data={"options": json.dumps({"extractor": "spacy"})})
+    assert r.status_code == 202, r.text
+    assert [f["file"] for f in r.json()["summary"]["failed_files"]] == ["broken.pdf", "scanned.pdf"]
+    job, _ = server.wait_job(r.json()["id"])
+    assert job["state"] == "succeeded" and job["result"]["report"]["documents_new"] == 1, job
+    assert count_documents(db, "Nergal") == 1
+    listed = server.http.get("/documents", params={"status": "failed"}).json()["documents"]
+    failed = {d["source"]: d for d in listed if d["source"].startswith("upload:")}
+    assert set(failed) == {"upload:broken.pdf", "upload:scanned.pdf"}
+    assert "corrupt" in failed["upload:broken.pdf"]["reason"]
+    assert "text" in failed["upload:scanned.pdf"]["reason"]  # no text layer
+    one = server.http.get("/documents/upload:broken.pdf").json()
+    assert one["status"] == "failed" and one["title"] == "broken.pdf" and one["chunks"] == 0
+    # nothing readable at all: the request fails with the reasons, nothing is queued
+    jobs_before = len(server.http.get("/jobs").json()["jobs"])
+    r = server.http.post("/documents", files=[("files", ("broken2.pdf", make_pdf(PAGES)[:400], "application/pdf"))])
     assert r.status_code == 400 and r.json()["error"]["code"] == "bad_document"
-    assert "broken.pdf" in r.json()["error"]["message"] and "corrupt" in r.json()["error"]["message"]
+    assert "broken2.pdf" in r.json()["error"]["message"] and "corrupt" in r.json()["error"]["message"]
     assert len(server.http.get("/jobs").json()["jobs"]) == jobs_before
-    assert count_documents(db, "Nergal") == 0
+    # the same file name uploaded readable later: the failure is gone, the document processed
+    r = server.http.post(
+        "/documents",
+        files=[("files", ("broken.pdf", make_pdf(["Ereshkigal rules Kur."], "Ereshkigal"), "application/pdf"))],
+        data={"options": json.dumps({"extractor": "spacy"})},
+    )
+    job, _ = server.wait_job(r.json()["id"])
+    assert job["state"] == "succeeded"
+    assert server.http.get("/documents/upload:broken.pdf").json()["status"] == "processed"

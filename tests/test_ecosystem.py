@@ -84,6 +84,30 @@ def test_langchain_neo4jgraph_reads_the_schema_through_apoc(built: GraphStrata, 
         graph.close()
 
 
+def test_langchain_enhanced_schema_through_read_only_apoc(built: GraphStrata, neo4j_settings: Settings) -> None:
+    """`enhanced_schema=True` samples property values and counts relationships with APOC functions
+    (`apoc.any.property`, `apoc.schema.properties.distinct`): the server allows those read-only ones."""
+    from langchain_neo4j import Neo4jGraph
+
+    uri, (user, password) = connection_params(neo4j_settings)
+    graph = Neo4jGraph(
+        url=uri, username=user, password=password, database=neo4j_settings.neo4j_database, enhanced_schema=True
+    )
+    try:
+        schema = graph.get_structured_schema
+        chunk = {p["property"]: p for p in schema["node_props"]["Chunk"]}
+        # the enhanced schema's examples: values read from the graph graphstrata wrote
+        assert any("Danube" in str(v) for v in chunk["doc_title"].get("values", chunk["doc_title"].get("examples", [])))
+        assert "Entity" in graph.get_schema
+    finally:
+        graph.close()
+    # the writing procedures stay unloaded
+    names = {r["name"] for r in built.db.read("SHOW PROCEDURES YIELD name WHERE name STARTS WITH 'apoc.'")}
+    assert "apoc.schema.properties.distinct" in names and not {"apoc.merge.node", "apoc.create.addLabels"} & names
+    functions = {r["name"] for r in built.db.read("SHOW FUNCTIONS YIELD name WHERE name STARTS WITH 'apoc.'")}
+    assert "apoc.any.property" in functions
+
+
 def test_langchain_neo4jvector_on_graphstratas_chunk_index(built: GraphStrata, neo4j_settings: Settings) -> None:
     from langchain_neo4j import Neo4jVector
 

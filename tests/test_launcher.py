@@ -199,6 +199,24 @@ def test_compose_file_is_valid() -> None:
     assert "127.0.0.1:7687" in out.stdout and "graph-data-science" in out.stdout
 
 
+def test_compose_pins_the_launchers_plugins_and_procedures() -> None:
+    """docker/docker-compose.yml runs the GDS and APOC the launcher runs, with the same procedure settings."""
+    import yaml
+
+    from graphstrata import neo4j_dist
+
+    services = yaml.safe_load((ROOT / "docker" / "docker-compose.yml").read_text())["services"]
+    pins = services["neo4j-plugins"]["environment"]
+    assert pins == {"GDS_VERSION": neo4j_dist.GDS_VERSION, "APOC_VERSION": neo4j_dist.APOC_VERSION}
+    neo4j = services["neo4j"]
+    assert neo4j["image"] == f"neo4j:{neo4j_dist.NEO4J_VERSION}-community"
+    assert "NEO4J_PLUGINS" not in neo4j["environment"]  # the image would pick its own versions
+    assert "neo4j-plugins:/plugins" in neo4j["volumes"]
+    env = neo4j["environment"]
+    assert env["NEO4J_dbms_security_procedures_unrestricted"] == neo4j_dist.PROCEDURES_UNRESTRICTED
+    assert env["NEO4J_dbms_security_procedures_allowlist"] == neo4j_dist.PROCEDURES_ALLOWLIST
+
+
 def test_first_password_never_on_a_command_line(
     local: Instance, neo4j_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

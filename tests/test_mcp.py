@@ -50,6 +50,7 @@ async def session(settings: Settings) -> dict[str, Any]:
     )
     seen: dict[str, Any] = {}
     async with Client(params, read_timeout_seconds=TIMEOUT_S) as client:
+        seen["server_info"] = client.server_info
         seen["tools"] = {t.name: t for t in (await client.list_tools()).tools}
         seen["resources"] = {str(r.uri) for r in (await client.list_resources()).resources}
         model = await client.read_resource("graphstrata://data-model")
@@ -77,6 +78,9 @@ async def session(settings: Settings) -> dict[str, Any]:
 
 def test_mcp_over_stdio(graph: Database, neo4j_settings: Settings) -> None:
     seen = asyncio.run(session(neo4j_settings))
+    from graphstrata import __version__
+
+    assert seen["server_info"].name == "graphstrata" and seen["server_info"].version == __version__ != ""
     assert set(seen["tools"]) == TOOLS
     assert "documents" in seen["tools"]["cypher"].description  # the library's queries are listed
     assert {"graphstrata://data-model", "graphstrata://methods/noderag", "graphstrata://methods/auto"} <= set(

@@ -17,11 +17,26 @@ import pytest
 from graphstrata.config import Settings
 from graphstrata.generate import NO_MODEL
 from graphstrata.retrieval.base import METHODS, _load_methods
+from graphstrata.server.chat_reply import NO_MODEL_SHORT
+from graphstrata.server.conversation import REWRITE_PROMPT
 
 try:
-    from tests.test_server import KEY, ROOT, STARTUP_S, Server, fake, free_port, ingested, serve_cmd, server, server_env
+    from tests.test_server import (
+        DOCS,
+        KEY,
+        ROOT,
+        STARTUP_S,
+        Server,
+        fake,
+        free_port,
+        ingested,
+        serve_cmd,
+        server,
+        server_env,
+    )
 except ModuleNotFoundError:  # tests/ is no package
     from test_server import (  # type: ignore[no-redef]
+        DOCS,
         KEY,
         ROOT,
         STARTUP_S,
@@ -75,11 +90,53 @@ def test_completion_cites_and_uses_the_conversation(server: Server, ingested: di
     assert "Sources:" in text and "[1] Alû (Chunk " in text
     # the question was the last user message; the earlier turns reached the model as history
     sent = [r["body"]["messages"] for r in fake.requests[before:] if r["path"].endswith("/chat/completions")]
-    assert len(sent) == 1
-    roles = [m["role"] for m in sent[0]]
+    # two calls: the follow-up rewritten into a standalone question for retrieval, then the answer
+    assert len(sent) == 2 and sent[0][0]["content"] == REWRITE_PROMPT
+    roles = [m["role"] for m in sent[1]]
     assert roles == ["system", "user", "assistant", "user"]
-    assert sent[0][1]["content"] == "Tell me about Akkadian spirits."
-    assert "Question: Which demon has no mouth?" in sent[0][-1]["content"]
+    assert sent[1][1]["content"] == "Tell me about Akkadian spirits."
+    assert "Question: Which demon has no mouth?" in sent[1][-1]["content"]
+
+
+def test_follow_up_is_rewritten_by_the_model(server: Server, ingested: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a model, the follow-up is rewritten into a standalone question from the conversation, and
+    retrieval searches that; the reply says so and carries `usage`."""
+    fake = server.fake
+    answer_with = fake.chat_reply
+    rewritten = "Which films did Christopher Nolan make?"
+
+    def reply(messages: list[dict], failure: str | None) -> str:
+        return rewritten if messages[0]["content"] == REWRITE_PROMPT else answer_with(messages, failure)
+
+    monkeypatch.setattr(fake, "chat_reply", reply)
+    before = len(fake.requests)
+    messages = [
+        {"role": "user", "content": "Tell me about the director Christopher Nolan."},
+        {"role": "assistant", "content": "He is a British-American film director and screenwriter."},
+        {"role": "user", "content": "Which films did he make?"},
+    ]
+    done = client_for(server.url).chat.completions.create(model="graphstrata-vector", messages=messages)
+    sent = [r["body"]["messages"] for r in fake.requests[before:] if r["path"].endswith("/chat/completions")]
+    # first the rewrite (the conversation as a transcript), then the answer
+    assert sent[0][0]["content"] == REWRITE_PROMPT
+    assert "user: Tell me about the director Christopher Nolan." in sent[0][1]["content"]
+    assert sent[0][1]["content"].endswith("Last user message: Which films did he make?")
+    answer_prompt = sent[-1][-1]["content"]
+    # the context was retrieved for the rewritten question: the Nolan passage comes first
+    nolan = next(d["text"] for d in DOCS if d["title"] == "Christopher Nolan")
+    assert answer_prompt.startswith(f"Context:\n[1] Christopher Nolan\n{nolan}\n\n")
+    assert "Question: Which films did he make?" in answer_prompt  # the model answers the user's own words
+    searched = done.model_extra["graphstrata"]["searched"]
+    assert searched == {
+        "question": "Which films did he make?",
+        "searched": rewritten,
+        "how": "rewritten",
+        "entities": [],
+    }
+    text = done.choices[0].message.content
+    assert text.endswith(f'Searched (rewritten from the conversation): "{rewritten}"')
+    assert done.usage.completion_tokens > 0 and done.usage.prompt_tokens > len(answer_prompt) // 8
+    assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
 
 
 def test_streamed_completion(server: Server, ingested: dict) -> None:
@@ -136,8 +193,12 @@ def test_no_model_answers_with_the_evidence(no_llm_server: str) -> None:
     client = client_for(no_llm_server)
     question = [{"role": "user", "content": "Which demon has no mouth?"}]
     text = client.chat.completions.create(model="graphstrata-vector", messages=question).choices[0].message.content
-    assert text.startswith(NO_MODEL)
-    assert "[1] (Alû) " in text and "no mouth" in text
+    assert text.startswith(NO_MODEL_SHORT)
+    assert "[1] Alû: " in text and "no mouth" in text
+    full = client.chat.completions.create(
+        model="graphstrata-vector", messages=question, extra_body={"evidence": "full"}
+    )
+    assert full.choices[0].message.content.startswith(NO_MODEL) and "[1] (Alû) " in full.choices[0].message.content
     streamed = "".join(
         c.choices[0].delta.content or ""
         for c in client.chat.completions.create(model="graphstrata-vector", messages=question, stream=True)

@@ -13,10 +13,21 @@ RETURN d.id AS id, d.sha256 AS sha256,
        EXISTS { (d)-[:HAS_CHUNK]->(:Chunk {extraction_status: 'failed'}) } AS failed;
 
 // name: document_state
+// With the chunking it was written with: a document chunked otherwise is due again.
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
 RETURN d.id AS id, d.sha256 AS sha256,
-       EXISTS { (d)-[:HAS_CHUNK]->(:Chunk {extraction_status: 'failed'}) } AS failed;
+       EXISTS { (d)-[:HAS_CHUNK]->(:Chunk {extraction_status: 'failed'}) } AS failed,
+       {chunk_size: d.chunk_size, chunk_overlap: d.chunk_overlap, chunking: d.chunking, splits: d.splits} AS chunked;
+
+// name: same_text
+// Stored documents of another identity with the same title and text as a new one (the same file
+// ingested by path and by upload, say): the ingest says so.
+UNWIND $rows AS r
+MATCH (d:Document {sha256: r.sha256})
+WHERE d.id <> r.id
+RETURN r.id AS id, d.id AS other, d.source AS source
+ORDER BY d.source;
 
 // name: set_documents
 UNWIND $rows AS r

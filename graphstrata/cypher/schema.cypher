@@ -115,6 +115,10 @@ CREATE FULLTEXT INDEX keyword_term_fulltext IF NOT EXISTS FOR (n:Keyword) ON EAC
 // name: document_source
 CREATE INDEX document_source IF NOT EXISTS FOR (n:Document) ON (n.source);
 
+// name: document_sha256
+// A new document's content hash is looked up at ingest (the same text under another identity).
+CREATE INDEX document_sha256 IF NOT EXISTS FOR (n:Document) ON (n.sha256);
+
 // name: entity_normalized
 CREATE INDEX entity_normalized IF NOT EXISTS FOR (n:Entity) ON (n.normalized);
 

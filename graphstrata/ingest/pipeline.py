@@ -41,13 +41,13 @@ from graphstrata.ingest.assemble import (
     embedding_inputs,
 )
 from graphstrata.ingest.chunk import Piece, semantic_chunks, token_chunks
-from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, before_writes, doc_name
 from graphstrata.ingest.extract import extract_with_llm
 from graphstrata.ingest.extract_spacy import extract_many_with_spacy
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
+from graphstrata.ingest.provenance import piece_provenance
 from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
 from graphstrata.ingest.user_extractions import attach_user_extractions
 from graphstrata.ingest.write import GraphWriter
@@ -266,7 +266,8 @@ class Ingestor:
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
                 pieces = self._pieces(p.doc)
-                where = chunk_provenance(p.doc.text, p.doc.sections, [x.text for x in pieces])
+                # by where the chunker cut, not by searching the text (repeated boilerplate)
+                where = piece_provenance(p.doc.text, p.doc.sections, pieces, self.options.chunking != "semantic")
                 texts += chunk_rows(p, pieces, where, self.options)
                 advance(1)
         with st.stage("spacy", len({text for text, _ in texts})) as advance:
@@ -327,19 +328,47 @@ class Ingestor:
         with before_writes(docs):
             state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
+        report.identity_notes += self._same_text_notes([d for d in docs if d.id not in state])
         for d in docs:
             s = state.get(d.id)
             # A document with a failed chunk is never "unchanged": the next ingest retries it.
             # `force` rewrites unchanged documents too (e.g. to extract with another profile).
-            if s is not None and s["sha256"] == d.sha256 and not s["failed"] and not force:
+            rechunk = s is not None and s["sha256"] == d.sha256 and self._chunked_otherwise(s.get("chunked"))
+            if rechunk:  # same text, other chunk settings: written again with the new ones (force)
+                report.identity_notes.append(f"{d.title}: unchanged text chunked again ({rechunk})")
+            if s is not None and s["sha256"] == d.sha256 and not s["failed"] and not force and not rechunk:
                 report.documents_unchanged += 1
             else:
-                todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force))
+                todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force or bool(rechunk)))
         with before_writes(docs):
             for p in todo:
                 if p.old_sha is not None:
                     p.removes = self._old_contribution(p.doc.id)
         return todo, report
+
+    def _same_text_notes(self, new: Sequence[SourceDocument]) -> list[str]:
+        """A new document whose title and text a stored document of another identity already has is
+        still a document of its own (identities differ on purpose, e.g. two editions' sources), but
+        the ingest says so and how to keep one (docs/identity.md)."""
+        if not new:
+            return []
+        by_id = {d.id: d for d in new}
+        with before_writes(new):
+            rows = self.db.read(query("ingest.same_text"), rows=[{"id": d.id, "sha256": d.sha256} for d in new])
+        return [
+            f"{by_id[r['id']].title}: the same text as the stored document {r['source']!r} (id {r['other']}); "
+            f"ingested as a second document {by_id[r['id']].source!r}; keep one with "
+            f"`graphstrata delete {r['other']}` or `graphstrata delete {r['id']}`"
+            for r in rows
+        ]
+
+    def _chunked_otherwise(self, stored: dict | None) -> str:
+        """What differs between a document's stored chunk settings and this ingest's ('' when none
+        does; settings a graph did not record count as the same)."""
+        o = self.options
+        now = {"chunk_size": o.chunk_size, "chunk_overlap": o.chunk_overlap, "chunking": o.chunking, "splits": o.splits}
+        diff = [f"{k} {stored[k]} -> {v}" for k, v in now.items() if stored and stored.get(k) not in (None, v)]
+        return ", ".join(diff)
 
     def _new_entity_names(self, todo: list[PreparedDoc], docs: Sequence[SourceDocument]) -> dict[str, str]:
         """Extracted entities new to the graph (normalised key -> a name to embed).

@@ -112,10 +112,11 @@ def create_app(settings: Settings | None = None, *, host: str | None = None) -> 
     def stats() -> dict[str, Any]:
         return state.gs().stats()
 
-    from graphstrata.server import documents, ingest_jobs, openai_compat, questions
+    from graphstrata.server import documents, ingest_jobs, openai_compat, openai_embeddings, questions
 
     app.include_router(ingest_jobs.router(state, tracker, settings))
     app.include_router(questions.router(state, settings))
     app.include_router(documents.router(state, tracker))
     app.include_router(openai_compat.router(state))
+    app.include_router(openai_embeddings.router(state))
     return app

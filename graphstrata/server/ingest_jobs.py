@@ -59,29 +59,56 @@ def upload_storage() -> Iterator[None]:
         ) from e
 
 
-def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[Any], list[str]]:
-    """Documents of uploaded files (the loaders of `graphstrata ingest`) and the identity notes. A
-    text file's identity is ``upload:<file name>``, so uploading a file of the same name again
-    replaces it (or is a no-op); JSON/JSONL records follow the identity rules of every corpus."""
+class UploadFailure:
+    """A file of an upload that could not be read (corrupt, a scan with no text, not UTF-8 …): it
+    becomes a ``failed`` document with the reason; the other files of the upload are ingested."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        from graphstrata.ingest.load import SourceDocument
+
+        self.doc = SourceDocument(source=f"upload:{name}", title=name, text="")
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, str]:
+        return {"file": self.doc.title, "id": self.doc.id, "reason": self.reason}
+
+
+def read_upload(path: Path, max_bytes: int) -> list[Any]:
+    """The candidates of one uploaded file; any failure to read it is a LoadError with its reason
+    (a converter's own error types included: a broken file must not break the batch)."""
+    from graphstrata.ingest.load import LoadError, file_candidates
+
+    try:
+        return file_candidates(path, max_bytes)
+    except LoadError:
+        raise
+    except Exception as e:  # a converter that failed on this file in a way of its own
+        raise LoadError(path.name, f"cannot be read: {type(e).__name__}: {e}") from e
+
+
+def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[Any], list[str], list[UploadFailure]]:
+    """Documents of uploaded files (the loaders of `graphstrata ingest`), the identity notes, and the
+    files that could not be read. A text file's identity is ``upload:<file name>``, so uploading a
+    file of the same name again replaces it (or is a no-op); JSON/JSONL records follow the identity
+    rules of every corpus."""
     from graphstrata.ingest.identity import Candidate, resolve_identities
-    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError, file_candidates
+    from graphstrata.ingest.load import CONVERTED_SUFFIXES, TEXT_SUFFIXES, LoadError
 
     candidates: list[Candidate] = []
-    errors: list[str] = []
+    failed: list[UploadFailure] = []
     with upload_storage(), tempfile.TemporaryDirectory(prefix="graphstrata-upload-") as tmp:
         seen: set[str] = set()
         for name, data in files:
             safe = safe_filename(name)
             if safe in seen:  # both would be the document upload:<name>: one would silently replace the other
-                errors.append(f"{safe}: two files of this name in one upload")
-                continue
+                raise ApiError(400, "bad_document", f"cannot ingest {safe}: two files of this name in one upload")
             seen.add(safe)
             path = Path(tmp) / safe
             path.write_bytes(data)
             try:
-                loaded = file_candidates(path, max_bytes)
+                loaded = read_upload(path, max_bytes)
             except LoadError as e:
-                errors.append(f"{safe}: {e.reason}")
+                failed.append(UploadFailure(safe, e.reason))
                 continue
             finally:
                 path.unlink(missing_ok=True)
@@ -89,9 +116,8 @@ def load_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> tuple[list[A
                 if path.suffix.lower() in TEXT_SUFFIXES | CONVERTED_SUFFIXES:
                     c = replace(c, doc=replace(c.doc, source=f"upload:{safe}"))
                 candidates.append(c)
-    if errors:
-        raise ApiError(400, "bad_document", "cannot ingest " + "; ".join(errors))
-    return resolve_identities(candidates)
+    docs, notes = resolve_identities(candidates)
+    return docs, notes, failed
 
 
 def check_documents(docs: list[Any], max_bytes: int) -> None:
@@ -176,9 +202,11 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
     )
     async def post_documents(request: Request, response: Response) -> dict[str, Any]:
         """JSON `{documents: [{title, text}], options?, augment?}` or a multipart upload of `files`
-        (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Everything is validated before the job is queued: an unreadable
-        file rejects the whole request (400 `bad_document`) and nothing is written. Returns the job
-        (202); poll `GET /jobs/{id}` for its progress and report."""
+        (.txt, .md, .json, .jsonl, .pdf, .html, .docx). Everything is validated before the job is queued. A
+        file that cannot be read (corrupt, a scanned PDF with no text) becomes a `failed` document with
+        its reason (GET /documents; the job's `summary.failed_files`) and the other files are ingested;
+        when no file can be read the request fails (400 `bad_document`) and nothing is written.
+        Returns the job (202); poll `GET /jobs/{id}` for its progress and report."""
         from graphstrata.ingest.identity import Candidate, resolve_identities
         from graphstrata.ingest.load import SourceDocument
 
@@ -201,7 +229,11 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
             if not isinstance(options_dict, dict) or not isinstance(augment, bool | list):
                 raise ApiError(400, "bad_parameters", "options must be a JSON object, augment true/false or a list")
             options = ingest_options(options_dict)
-            docs, notes = await run_in_threadpool(load_uploads, files, options.max_document_bytes)
+            docs, notes, failed = await run_in_threadpool(load_uploads, files, options.max_document_bytes)
+            tracker.failed(failed)  # listed by GET /documents as `failed`, with the reason
+            if not docs:
+                reasons = "; ".join(f"{f.doc.title}: {f.reason}" for f in failed)
+                raise ApiError(400, "bad_document", f"cannot ingest {reasons}")
         elif ctype in ("application/json", ""):
             try:
                 body = DocumentsIn.model_validate_json(await request.body())
@@ -221,14 +253,18 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
                 for i, d in enumerate(body.documents)
             )
             check_documents(docs, options.max_document_bytes)
+            failed = []
         else:
             raise ApiError(415, "unsupported_media", "send application/json or multipart/form-data")
         stages = augment_stages(augment)
         if options.extractor == "llm" and not settings.llm_enabled:
             raise ApiError(400, "llm_unavailable", "extractor 'llm' needs a configured model (OPENAI_*)")
+        summary = {"documents": len(docs), "titles": [d.title for d in docs[:20]], "augment": stages}
+        if failed:
+            summary["failed_files"] = [f.to_dict() for f in failed]
         job = state.jobs.submit(
             "ingest",
-            {"documents": len(docs), "titles": [d.title for d in docs[:20]], "augment": stages},
+            summary,
             lambda progress: run_ingest(state, docs, options, stages, progress, notes),
         )
         if job is None:

@@ -4,11 +4,13 @@ SDK can talk to the graph: ``GET /v1/models`` lists one model per retrieval meth
 message from that method's context, streamed (server-sent ``chat.completion.chunk``s, then
 ``[DONE]``) or not.
 
-Earlier turns of the conversation go to the model as conversation history; retrieval uses the last
-user message. The answer's ``[n]`` citations are resolved into a "Sources" list appended to the
-text (front ends show only the text). With no model configured the reply is the retrieved evidence
-with the note that no model is configured, as ``ask`` does. Routes sit behind the same API-key
-middleware as the rest of the API.
+Earlier turns of the conversation go to the model as conversation history, and retrieval searches
+for the last user message made standalone from them (:mod:`graphstrata.server.conversation`); the
+reply says what was searched when that differs. The answer's ``[n]`` citations are resolved into a
+"Sources" list appended to the text (front ends show only the text). With no model configured the
+reply is a short digest of the evidence (:mod:`graphstrata.server.chat_reply`). Responses carry
+``usage`` (streamed: a last chunk with it when ``stream_options.include_usage``). Routes sit behind
+the same API-key middleware as the rest of the API.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
+from graphstrata.server.chat_reply import EvidenceMode, prompt_of, reply_pieces, usage
+from graphstrata.server.conversation import SearchQuery, search_query
 from graphstrata.server.errors import ApiError, error_body
 
 log = logging.getLogger("graphstrata.server")
 
 PREFIX = "graphstrata-"
-EVIDENCE_CHARS = 600  # per item, in the no-model reply: enough to see the answer, short enough to read
 
 
 class ContentPart(BaseModel):
@@ -59,6 +62,11 @@ class ChatMessage(BaseModel):
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
 class ChatCompletionIn(BaseModel):
     # clients send sampling options (temperature, top_p, …) that graphstrata does not use; the fields
     # it does use are strict: `"stream": "yes"` is refused, not read as true
@@ -66,6 +74,10 @@ class ChatCompletionIn(BaseModel):
     model: str = Field(description="graphstrata-<method> (GET /v1/models)")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    evidence: EvidenceMode = Field(
+        "digest", description="with no model configured: a short digest of the evidence, or all of it (`full`)"
+    )
 
 
 def method_names() -> list[str]:
@@ -107,35 +119,17 @@ def conversation(messages: list[ChatMessage], max_chars: int) -> tuple[str, list
     return question, history
 
 
-def sources(answer: Any) -> str:
-    """The cited items as a numbered list (their document titles and node ids)."""
-    lines = []
-    for i, item in enumerate(answer.retrieval.items, 1):
-        if item.node_id in answer.citations:
-            where = ", ".join(item.doc_titles) or item.label
-            lines.append(f"[{i}] {where} ({item.label} {item.node_id})")
-    return "\n\nSources:\n" + "\n".join(lines) if lines else ""
-
-
-def evidence(answer: Any) -> str:
-    """The no-model reply: the note, then the evidence, best first."""
-    parts = [answer.note or ""]
-    for i, item in enumerate(answer.retrieval.items, 1):
-        text = item.text if len(item.text) <= EVIDENCE_CHARS else item.text[: EVIDENCE_CHARS - 1] + "…"
-        where = ", ".join(item.doc_titles) or item.label
-        parts.append(f"[{i}] ({where}) {text}")
-    if len(parts) == 1:
-        parts.append("(no context was found)")
-    return "\n\n".join(parts)
-
-
-def completion(cid: str, model: str, content: str, finish: str = "stop") -> dict[str, Any]:
+def completion(
+    cid: str, model: str, content: str, usage: dict[str, int], query: SearchQuery, finish: str = "stop"
+) -> dict[str, Any]:
     return {
         "id": cid,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+        "usage": usage,
+        "graphstrata": {"searched": query.model_dump()},  # what retrieval saw (clients ignore unknown keys)
     }
 
 
@@ -150,19 +144,13 @@ def chunk(cid: str, model: str, delta: dict[str, Any], finish: str | None = None
     return f"data: {json.dumps(body, ensure_ascii=False)}\n\n".encode()
 
 
-def reply_pieces(stream: Any) -> Iterator[str]:
-    """The model's text as it comes, then the sources (or, with no model, the evidence)."""
-    yield from stream
-    answer = stream.answer
-    yield evidence(answer) if answer.answer is None else sources(answer)
-
-
-async def stream_reply(stream: Any, cid: str, model: str) -> AsyncIterator[bytes]:
+async def stream_reply(stream: Any, reply: Reply, cid: str, model: str, include_usage: bool) -> AsyncIterator[bytes]:
     """``chat.completion.chunk`` events; a failure after the first byte (the model's stream broke)
-    becomes an ``{"error": …}`` event, as OpenAI sends it, since the status line is gone."""
+    becomes an ``{"error": …}`` event, as OpenAI sends it, since the status line is gone. With
+    ``include_usage`` a last chunk with no choices carries the ``usage``, as OpenAI sends it."""
     from graphstrata.server.state import classify_error
 
-    pieces = reply_pieces(stream)
+    pieces = reply.pieces(stream)
     try:
         yield chunk(cid, model, {"role": "assistant", "content": ""})
         try:
@@ -176,9 +164,30 @@ async def stream_reply(stream: Any, cid: str, model: str) -> AsyncIterator[bytes
                 message = "the answer stream failed"
             yield f"data: {json.dumps(error_body(code, message))}\n\n".encode()
             return
-        yield chunk(cid, model, {}, "stop") + b"data: [DONE]\n\n"
+        yield chunk(cid, model, {}, "stop")
+        if include_usage:
+            final = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+            body = final | {"choices": [], "usage": reply.usage(stream)}
+            yield f"data: {json.dumps(body)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
     finally:
         pieces.close()  # a client gone mid-answer: closes the model's stream now
+
+
+class Reply:
+    """One reply's text pieces and, once they are all out, its usage."""
+
+    def __init__(self, query: SearchQuery, method: str, evidence: EvidenceMode, messages: list[dict[str, str]]):
+        self.query, self.method, self.evidence, self.messages = query, method, evidence, messages
+        self.text: list[str] = []
+
+    def pieces(self, stream: Any) -> Iterator[str]:
+        for piece in reply_pieces(stream, self.query, self.method, self.evidence):
+            self.text.append(piece)
+            yield piece
+
+    def usage(self, stream: Any) -> dict[str, int]:
+        return usage(prompt_of(stream, self.messages), "".join(self.text))
 
 
 def router(state: Any) -> APIRouter:
@@ -210,19 +219,33 @@ def router(state: Any) -> APIRouter:
         gs = await run_in_threadpool(state.gs)
         timeout = state.settings.request_timeout
         cid = f"chatcmpl-{uuid.uuid4().hex}"
+        searched: list[SearchQuery] = []
 
         def answer_stream() -> AnswerStream:
-            result = gs.retrieve(question, method)
+            # what retrieval searches for carries the conversation's subject (a follow-up's "it")
+            query = search_query(question, history, state.settings, gs.llm)
+            searched.append(query)
+            result = gs.retrieve(query.searched, method)
             return AnswerStream(question, result, state.settings, client=gs.llm, history=history)
 
+        said = [{"role": m.role, "content": m.text()} for m in body.messages]
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         if body.stream:
             stream = await state.bounded.run(request, answer_stream, timeout)
+            reply = Reply(searched[0], method, body.evidence, said)
             return StreamingResponse(
-                stream_reply(stream, cid, body.model),
+                stream_reply(stream, reply, cid, body.model, include_usage),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
-        text = await state.bounded.run(request, lambda: "".join(reply_pieces(answer_stream())), timeout)
-        return completion(cid, body.model, text)
+
+        def whole() -> tuple[str, dict[str, int]]:
+            stream = answer_stream()
+            reply = Reply(searched[0], method, body.evidence, said)
+            text = "".join(reply.pieces(stream))
+            return text, reply.usage(stream)
+
+        text, counted = await state.bounded.run(request, whole, timeout)
+        return completion(cid, body.model, text, counted, searched[0])
 
     return api
