@@ -61,6 +61,8 @@ DEFAULT_METHODS = [
     "noderag",
     "hipporag",
     "ketrag",
+    "ketrag-keyword",
+    "ketrag-skeleton",
     "darag",
     "e2graphrag",
     "sgrag",
@@ -69,6 +71,8 @@ DEFAULT_METHODS = [
     "fusion-all",
     "auto",
     "ketrag@paper",
+    "ketrag-keyword@paper",
+    "ketrag-skeleton@paper",
     "e2graphrag@paper",
     "darag@paper",
 ]
@@ -77,12 +81,21 @@ DEFAULT_METHODS = [
 #: 12,000-token budget, E2GraphRAG's 25 chunks (1,200 tokens each), DA-RAG's 4,800 tokens.
 #: Methods given no item cap: their papers limit the context by tokens alone, and their items are
 #: small and many (KET-RAG's entities, relations and sub-chunks; DA-RAG's reports; SG-RAG's facts).
-UNCAPPED = {"ketrag", "darag", "sgrag"}
+UNCAPPED = {"ketrag", "ketrag-keyword", "ketrag-skeleton", "darag", "sgrag"}
 VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
     # the default fusion before session 11 (now: the two PPR walks, hipporag and noderag)
     "fusion-all": ("fusion", {"methods": ["vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag"]}),
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
+    "ketrag-keyword@paper": ("ketrag-keyword", {"budget": 12_000}),
+    "ketrag-skeleton@paper": ("ketrag-skeleton", {"budget": 12_000}),
+    # KET-RAG and its channels under the common item cap too (ketrag splits it by lambda)
+    "ketrag@topk": ("ketrag", {"top_k": TOP_K}),
+    "ketrag-keyword@topk": ("ketrag-keyword", {"top_k": TOP_K}),
+    "ketrag-skeleton@topk": ("ketrag-skeleton", {"top_k": TOP_K}),
+    "e2graphrag@nofill": ("e2graphrag", {"fill": False}),  # local mode's chunks alone (the paper's output)
+    "hipporag@nofacts": ("hipporag", {"fact_k": 0}),  # the nearest passage stands in for the facts
+    "hipporag@relations": ("hipporag", {"relation_edges": True}),  # the walk over the fact edges too
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),
     "darag@paper": ("darag", {"budget": 4_800}),
     "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
