@@ -348,11 +348,10 @@ class SGRAGRetriever(Retriever):
             v = self.embedder.embed([question])[0].tolist()
             hits = self.db.read(query("sgrag.similar_entities"), k=1, candidates=hnsw_candidates(1), vector=v)
             below = {"question": {**hits[0], "score": hits[0]["cosine"]}} if hits else {}
-        if below:
-            best = max(below, key=lambda k: below[k]["score"])
+        best = max(below, key=lambda k: below[k]["score"], default=None)
+        if best is not None:
             notes["normalised_below_threshold"] = {best: below[best]["name"]}
-            return {best: below[best]}
-        return out
+        return {best: below[best]} if best is not None else out
 
     def _candidate_subgraph(
         self, anchors: list[str], p: SGRAGParams, notes: dict[str, Any]
