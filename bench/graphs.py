@@ -382,21 +382,26 @@ def run(
                 method, params = VARIANTS.get(m, (m, {}))
                 per_q[m] = measure(gs, name, method, qs, **params)
                 rows[m] = summarize(per_q[m])
-            for m in rows:
-                if m in per_q and m != "vector":
+                if m != "vector":
                     rows[m]["vs_vector"] = versus_vector(per_q, m)
-            results["graphs"][name] = {
-                "build": meta,
-                "layers": layer_density(gs),
-                "questions": len(qs),
-                "methods": rows,
-                "per_question": per_q,
-                "machine": machine(),
-            }
+                results["graphs"][name] = {
+                    "build": meta,
+                    "layers": results["graphs"].get(name, {}).get("layers") or layer_density(gs),
+                    "questions": len(qs),
+                    "methods": rows,
+                    "per_question": per_q,
+                    "machine": machine(),
+                }
+                write_results(out, results)  # after every row: a long run stopped early keeps what it measured
         finally:
             stop_instance(gs)
-    if build_only:
-        return results
+    if not build_only:
+        write_results(out, results, echo=True)
+    return results
+
+
+def write_results(out: str, results: dict, echo: bool = False) -> None:
+    """graphs.json, the per-question file and graphs.md from `results`."""
     save_results(out, results)
     md = [
         "# Retrieval on three graphs (no LLM)" + (f": {out}" if out != "graphs" else ""),
@@ -449,8 +454,8 @@ def run(
             )
         md.append("")
     (RESULTS / f"{out}.md").write_text("\n".join(md))
-    print("\n".join(md))
-    return results
+    if echo:
+        print("\n".join(md))
 
 
 if __name__ == "__main__":
