@@ -375,6 +375,7 @@ def run(
                 reports = gs.augment(stages=rerun, progress=True, **(stage_params or {}))
                 meta = meta | {"rerun": {r.stage: {"params": stage_params, **r.counts} for r in reports}}
             qs = questions_of(name)
+            layers = layer_density(gs)
             old = results["graphs"].get(name, {}) if merge else {}
             rows, per_q = dict(old.get("methods", {})), dict(old.get("per_question", {}))
             for m in methods if "vector" in methods or "vector" in per_q else ["vector", *methods]:
@@ -386,7 +387,7 @@ def run(
                     rows[m]["vs_vector"] = versus_vector(per_q, m)
                 results["graphs"][name] = {
                     "build": meta,
-                    "layers": results["graphs"].get(name, {}).get("layers") or layer_density(gs),
+                    "layers": layers,
                     "questions": len(qs),
                     "methods": rows,
                     "per_question": per_q,
