@@ -101,13 +101,15 @@ class KETRAGRetriever(Retriever):
                 kw, kw_notes = self._keyword(vector, ctx["keywords"], p, keyword_budget, taken, keyword_cap)
             items += kw
             notes |= kw_notes
-        # The context: the skeleton's entities and relations (Algorithm 2's order), then the text of
-        # both channels as one list by similarity to the question (line 3 of Algorithm 4 ranks the
-        # keyword channel so): the paper concatenates the channels and is silent on the order, and
-        # one ranking keeps the better channel's best passages first whichever channel found them.
+        # The context: the text of both channels as one list by similarity to the question (line 3 of
+        # Algorithm 4 ranks the keyword channel so), then the skeleton's entities and relations
+        # (Algorithm 2's order): the paper concatenates the channels and is silent on the order; one
+        # ranking keeps the better channel's best passages first whichever channel found them, and
+        # an entity whose whole text is its name, placed first, would pull the first passage that
+        # contains the name to the front when the context is de-duplicated (base.dedupe).
         graph = [i for i in items if i.label != "SubChunk"]
         text = sorted((i for i in items if i.label == "SubChunk"), key=lambda i: -(i.score or 0.0))
-        items = graph + text
+        items = text + graph
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
     def _question_context(self, vector: list[float], p: KETRAGParams, skeleton: bool, keywords: bool) -> dict:
