@@ -34,7 +34,8 @@ def main(results: str) -> dict:
     for graph in per_q:
         kinds[graph] = {q["id"]: question_kind(question_shape(q["question"])) for q in questions_of(graph)}
     methods = [m for m in DEFAULT_METHODS if "@" not in m and m not in NOT_ROUTES]
-    methods += sorted({m for g in per_q.values() for m in g} - set(methods) - NOT_ROUTES - {"ketrag@paper"})
+    # a route is a method at its defaults: no variant rows (name@variant)
+    methods += sorted({m for g in per_q.values() for m in g if "@" not in m} - set(methods) - NOT_ROUTES)
     table: dict[str, dict] = {}
     for kind in sorted({k for g in kinds.values() for k in g.values()}):
         row: dict = {"graphs": {}, "overall": {}}

@@ -116,9 +116,11 @@ def question_kind(shape: Shape) -> str:
     return "one-entity" if len(shape.named) <= 1 else "entities"
 
 
-#: kind -> the methods to take, best first: the best mean Recall@5 of the kind's questions over the
-#: three dev graphs (bench/results/routes.md, written by bench/routes.py from bench/graphs.py's
-#: per-question results); "global" keeps the papers' global views (too few dev questions to measure)
+#: kind -> the methods to take, best first, to be set from the best mean Recall@5 of the kind's
+#: questions over the three dev graphs (bench/results/routes.md, written by bench/routes.py from
+#: bench/graphs.py's per-question results). routes.md covers one graph so far (musique-openie, 50
+#: questions: hipporag best on 45 and tied with vector on the 5 one-entity ones): no route moves; every
+#: entity kind goes to hipporag; "global" keeps the papers' global views (no dev question has it)
 ROUTES: dict[str, tuple[str, ...]] = {
     "yes-no": ("hipporag", "noderag", "fusion"),
     "multi-constraint": ("hipporag", "noderag", "fusion"),
