@@ -14,10 +14,11 @@ through to the next):
    the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
    it runs when no query entity maps) when the question has no query entity, else ``noderag``
    (its ``HighLevel`` community summaries answer corpus-level questions);
-3. otherwise → ``hipporag`` (the best graph method on all three benchmark graphs,
-   bench/results/graphs.md), else ``noderag``, else ``fusion``. This includes questions about an
-   entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100 (46 questions:
-   Recall@5 0.587 against noderag 0.935).
+3. otherwise by the question's kind (:func:`question_kind`: yes-no, multi-constraint, one-entity,
+   entities) through ``ROUTES``, the methods measured best on that kind of dev question
+   (bench/routes.py → bench/results/routes.md); today ``hipporag`` for every kind, else ``noderag``,
+   else ``fusion``. Routing entity-pair questions to ``e2graphrag`` was measured worse on
+   hotpotqa_dev100 (46 questions: Recall@5 0.587 against noderag 0.935).
 
 Query entities are those of :func:`graphstrata.text.nlp.query_entities`, found exactly as at
 ingest. The route, the rule and the reason are in ``notes``, with the routed method's own notes.
