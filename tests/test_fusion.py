@@ -244,7 +244,7 @@ CANONICAL = [
     ("Which actor starred in Heat and was born in New York?", "sgrag", "hipporag", "multi-constraint"),
     ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "hipporag", None),
     ("What is the birthplace of the director of Titanic?", "sgrag", "hipporag", "multi-constraint"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "hipporag", "hipporag", "yes-no"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "vector", "vector", "yes-no"),
     ("How are Alice Smith and Bob Jones related?", "hipporag", "hipporag", "entities"),
     ("Summarize the main themes of the documents.", "noderag", "noderag", "global"),
     ("What are the main themes?", "noderag", "noderag", "global"),

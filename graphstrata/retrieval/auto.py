@@ -16,8 +16,8 @@ through to the next):
    (its ``HighLevel`` community summaries answer corpus-level questions);
 3. otherwise by the question's kind (:func:`question_kind`: yes-no, multi-constraint, one-entity,
    entities) through ``ROUTES``, the methods measured best on that kind of dev question
-   (bench/routes.py → bench/results/routes.md); today ``hipporag`` for every kind, else ``noderag``,
-   else ``fusion``. Routing entity-pair questions to ``e2graphrag`` was measured worse on
+   (bench/routes.py → bench/results/routes.md): ``vector`` for yes-no questions, ``hipporag`` (else
+   ``noderag``, else ``fusion``) for the others. Routing entity-pair questions to ``e2graphrag`` was measured worse on
    hotpotqa_dev100 (46 questions: Recall@5 0.587 against noderag 0.935).
 
 Query entities are those of :func:`graphstrata.text.nlp.query_entities`, found exactly as at
@@ -119,11 +119,12 @@ def question_kind(shape: Shape) -> str:
 
 #: kind -> the methods to take, best first, to be set from the best mean Recall@5 of the kind's
 #: questions over the three dev graphs (bench/results/routes.md, written by bench/routes.py from
-#: bench/graphs.py's per-question results). routes.md covers one graph so far (musique-openie, 50
-#: questions: hipporag best on 45 and tied with vector on the 5 one-entity ones): no route moves; every
-#: entity kind goes to hipporag; "global" keeps the papers' global views (no dev question has it)
+#: bench/graphs.py's per-question results). Measured on hotpotqa and musique-openie (150 questions):
+#: hipporag best on entities, multi-constraint and one-entity questions; vector on the 9 yes-no
+#: (comparison) questions, which name both things compared; "global" keeps the papers' global views
+#: (no dev question is of that kind)
 ROUTES: dict[str, tuple[str, ...]] = {
-    "yes-no": ("hipporag", "noderag", "fusion"),
+    "yes-no": ("vector", "hipporag", "noderag"),
     "multi-constraint": ("hipporag", "noderag", "fusion"),
     "one-entity": ("hipporag", "noderag", "fusion"),
     "entities": ("hipporag", "noderag", "fusion"),
