@@ -9,6 +9,8 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
+
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings, get_settings
 
@@ -52,3 +54,24 @@ def write(name: str, data: dict, markdown: str) -> None:
     (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2))
     (RESULTS / f"{name}.md").write_text(markdown)
     print(markdown)
+
+
+def paired_bootstrap(
+    a: list[float], b: list[float], resamples: int = 10_000, seed: int = 0, level: float = 0.95
+) -> dict[str, float]:
+    """Paired bootstrap of mean(a) - mean(b) over the same questions: the questions are resampled
+    with replacement `resamples` times (one seeded generator, so a run repeats exactly) and the
+    percentile interval of the resampled mean differences is returned with the observed one."""
+    if len(a) != len(b) or not a:
+        raise ValueError("paired samples must be non-empty and of equal length")
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    # in blocks, so that 10,000 resamples of a few hundred questions stay a few MB
+    for start in range(0, resamples, 1000):
+        stop = min(start + 1000, resamples)
+        idx = rng.integers(0, len(diff), size=(stop - start, len(diff)))
+        means[start:stop] = diff[idx].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return {"diff": float(diff.mean()), "lo": float(lo), "hi": float(hi), "resamples": resamples, "seed": seed}

@@ -8,8 +8,16 @@
 - ``musique-openie``: the same passages with the GPT-3.5 OpenIE entities and triples of openie.jsonl as
   bring-your-own extractions (only well-formed triples: three non-empty strings), same questions.
 
-Each graph lives in a Neo4j instance of its own (``bench-<graph>``), built once (ingest + augment,
-timed) and reused while its document count matches. Results: bench/results/graphs.{json,md}.
+Each graph lives in a Neo4j instance of its own (``<prefix><graph>``: GRAPHSTRATA_BENCH_PREFIX, default
+``bench-``; ports from GRAPHSTRATA_BENCH_PORT_BASE; heap GRAPHSTRATA_BENCH_HEAP), built once (ingest +
+augment, timed: graphs-build-<graph>.json) and reused while its document count matches. One instance
+runs at a time: it is stopped after its graph's questions and keeps its data, so the next run (e.g.
+``--methods ketrag,ketrag-keyword --merge`` after a change) only measures. On an idle 2-core machine
+the three builds take about 10 minutes and the questions of all rows a few minutes more.
+
+Results: bench/results/graphs.{json,md}, and every question's row per graph and method in
+graphs-questions.jsonl; graphs.md gives each method minus ``vector`` (Recall@5, Coverage) with a paired
+bootstrap 95% interval over the questions (bench/common.py ``paired_bootstrap``: 10,000 resamples, seed 0).
 
 Recall@k is measured on what the user gets: the passages (documents) of the items in the returned,
 budget-packed context, in order of first appearance, each once; gold = supporting passages (HotpotQA
@@ -27,7 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine
+from common import RESULTS, ROOT, machine, paired_bootstrap
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import get_settings
@@ -38,14 +46,21 @@ from graphstrata.retrieval.linking import clear_cache as clear_question_entities
 
 # Latency counts embedding the question: the on-disk vector cache would answer repeated runs' questions.
 os.environ.setdefault("GRAPHSTRATA_EMBED_CACHE", "false")
-SHARED = ROOT.parent / "shared" / "data"
+#: the shared data sets: beside the checkout, or beside the directory of worktrees it is one of
+SHARED = next((p for p in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if p.exists()), ROOT)
 GRAPHS = {
-    "hotpotqa": {"data": "hotpotqa_dev100", "port": 17691, "extractions": False},
-    "musique": {"data": "musique_dev50", "port": 17692, "extractions": False},
-    "musique-openie": {"data": "musique_dev50", "port": 17693, "extractions": True},
+    "hotpotqa": {"data": "hotpotqa_dev100", "slot": 0, "extractions": False},
+    "musique": {"data": "musique_dev50", "slot": 1, "extractions": False},
+    "musique-openie": {"data": "musique_dev50", "slot": 2, "extractions": True},
     # KET-RAG's own index (§5.1): hotpotqa with only the PageRank core chunks extracted (β 0.8)
-    "hotpotqa-ketrag": {"data": "hotpotqa_dev100", "port": 17694, "extractions": False, "profile": "ketrag"},
+    "hotpotqa-ketrag": {"data": "hotpotqa_dev100", "slot": 3, "extractions": False, "profile": "ketrag"},
 }
+#: Where the graphs' instances live: ``<prefix><graph>``, bolt port ``base + 2*slot``, HTTP port the
+#: next one. An instance keeps its graph between runs (stopped, its data stays), so a second run on
+#: the same prefix only measures.
+INSTANCE_PREFIX = os.environ.get("GRAPHSTRATA_BENCH_PREFIX", "bench-")
+PORT_BASE = int(os.environ.get("GRAPHSTRATA_BENCH_PORT_BASE", "17691"))
+HEAP = os.environ.get("GRAPHSTRATA_BENCH_HEAP", "2g")
 DEFAULT_GRAPHS = ["hotpotqa", "musique", "musique-openie"]
 TOP_K, BUDGET = 10, 1000
 DEFAULT_METHODS = [
@@ -54,6 +69,8 @@ DEFAULT_METHODS = [
     "noderag",
     "hipporag",
     "ketrag",
+    "ketrag-keyword",
+    "ketrag-skeleton",
     "darag",
     "e2graphrag",
     "sgrag",
@@ -62,6 +79,8 @@ DEFAULT_METHODS = [
     "fusion-all",
     "auto",
     "ketrag@paper",
+    "ketrag-keyword@paper",
+    "ketrag-skeleton@paper",
     "e2graphrag@paper",
     "darag@paper",
 ]
@@ -70,12 +89,21 @@ DEFAULT_METHODS = [
 #: 12,000-token budget, E2GraphRAG's 25 chunks (1,200 tokens each), DA-RAG's 4,800 tokens.
 #: Methods given no item cap: their papers limit the context by tokens alone, and their items are
 #: small and many (KET-RAG's entities, relations and sub-chunks; DA-RAG's reports; SG-RAG's facts).
-UNCAPPED = {"ketrag", "darag", "sgrag"}
+UNCAPPED = {"ketrag", "ketrag-keyword", "ketrag-skeleton", "darag", "sgrag"}
 VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
     # fusion's earlier default (now: the two PPR walks, hipporag and noderag)
     "fusion-all": ("fusion", {"methods": ["vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag"]}),
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
+    "ketrag-keyword@paper": ("ketrag-keyword", {"budget": 12_000}),
+    "ketrag-skeleton@paper": ("ketrag-skeleton", {"budget": 12_000}),
+    # KET-RAG and its channels under the common item cap too (ketrag splits it by lambda)
+    "ketrag@topk": ("ketrag", {"top_k": TOP_K}),
+    "ketrag-keyword@topk": ("ketrag-keyword", {"top_k": TOP_K}),
+    "ketrag-skeleton@topk": ("ketrag-skeleton", {"top_k": TOP_K}),
+    "e2graphrag@nofill": ("e2graphrag", {"fill": False}),  # local mode's chunks alone (the paper's output)
+    "hipporag@nofacts": ("hipporag", {"fact_k": 0}),  # the nearest passage stands in for the facts
+    "hipporag@relations": ("hipporag", {"relation_edges": True}),  # the walk over the fact edges too
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),
     "darag@paper": ("darag", {"budget": 4_800}),
     "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
@@ -97,12 +125,20 @@ def _jsonl(path: Path) -> list[dict]:
 def open_instance(name: str) -> GraphStrata:
     from graphstrata.neo4j_local import Instance
 
-    port = GRAPHS[name]["port"]
+    port = PORT_BASE + 2 * GRAPHS[name]["slot"]
     s = get_settings().model_copy(
-        update={"instance": f"bench-{name}", "bolt_port": port, "http_port": port - 200, "heap": "2g"}
+        update={"instance": f"{INSTANCE_PREFIX}{name}", "bolt_port": port, "http_port": port + 1, "heap": HEAP}
     )
     Instance.from_settings(s).start()
     return GraphStrata(s)
+
+
+def stop_instance(gs: GraphStrata) -> None:
+    """Stop a graph's instance (its data stays for the next run): one Neo4j at a time in memory."""
+    from graphstrata.neo4j_local import Instance
+
+    gs.close()
+    Instance.from_settings(gs.settings).stop()
 
 
 def _openie_file(data: Path, out: Path) -> dict:
@@ -130,8 +166,13 @@ def build(gs: GraphStrata, name: str) -> dict:
     corpus = _jsonl(data / "corpus.jsonl")
     have = gs.db.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"]
     meta_file = RESULTS / f"graphs-build-{name}.json"
-    if have == len(corpus) and meta_file.exists():
-        return json.loads(meta_file.read_text())
+    # the instance's own record that its build finished (ingest and augment): a run stopped half-way
+    # leaves the documents in but no record, and is built again
+    from graphstrata.neo4j_local import Instance
+
+    done = Instance.from_settings(gs.settings).root / "bench-built.json"
+    if have == len(corpus) and done.exists():
+        return json.loads(done.read_text())
     gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
     t = time.perf_counter()
     extra: dict = {}
@@ -159,6 +200,7 @@ def build(gs: GraphStrata, name: str) -> dict:
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     meta_file.write_text(json.dumps(meta, indent=2))
+    done.write_text(json.dumps(meta, indent=2))
     return meta
 
 
@@ -193,7 +235,7 @@ def questions_of(name: str) -> list[dict]:
     for q in _jsonl(data / "questions.jsonl"):
         gold = q.get("supporting_ids") or q.get("supporting_titles")
         answers = [q["answer"], *q.get("answer_aliases", [])]
-        out.append({"question": q["question"], "gold": set(gold), "answers": answers})
+        out.append({"id": q["id"], "question": q["question"], "gold": set(gold), "answers": answers})
     return out
 
 
@@ -251,7 +293,7 @@ def measure(gs: GraphStrata, name: str, method: str, questions: list[dict], **pa
         t = time.perf_counter()
         res = gs.retrieve(q["question"], method, **params)
         ms = (time.perf_counter() - t) * 1000
-        rows.append(score(res, passage, q) | {"ms": ms})
+        rows.append({"id": q["id"]} | score(res, passage, q) | {"ms": round(ms, 1)})
     return rows
 
 
@@ -269,6 +311,49 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
+def versus_vector(rows: dict[str, list[dict]], method: str) -> dict:
+    """Paired bootstrap intervals (10,000 resamples, seed 0) of `method` minus vector on the same
+    questions: Recall@5 over all questions, Coverage over those that are not yes/no."""
+    base = {r["id"]: r for r in rows["vector"]}
+    mine = [r for r in rows[method] if r["id"] in base]
+    cov = [r for r in mine if not r["yes_no"]]
+    return {
+        "recall@5": paired_bootstrap([r["r5"] for r in mine], [base[r["id"]]["r5"] for r in mine]),
+        "coverage": paired_bootstrap([float(r["hit"]) for r in cov], [float(base[r["id"]]["hit"]) for r in cov])
+        if cov
+        else None,
+    }
+
+
+def _ci(c: dict | None) -> str:
+    return "-" if c is None else f"{c['diff']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]"
+
+
+def load_results(out: str) -> dict:
+    """The results file with each graph's per-question rows (kept beside it, one JSON line per
+    graph, method and question)."""
+    out_file = RESULTS / f"{out}.json"
+    results = json.loads(out_file.read_text()) if out_file.exists() else {"graphs": {}}
+    per_q = RESULTS / f"{out}-questions.jsonl"
+    if per_q.exists():
+        for row in _jsonl(per_q):
+            g = results["graphs"].get(row.pop("graph"))
+            if g is not None:
+                g.setdefault("per_question", {}).setdefault(row.pop("method"), []).append(row)
+    return results
+
+
+def save_results(out: str, results: dict) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for name, g in results["graphs"].items():
+        for m, rows in g.get("per_question", {}).items():
+            lines += [json.dumps({"graph": name, "method": m} | r) for r in rows]
+    (RESULTS / f"{out}-questions.jsonl").write_text("\n".join(lines) + "\n")
+    slim = {"graphs": {n: {k: v for k, v in g.items() if k != "per_question"} for n, g in results["graphs"].items()}}
+    (RESULTS / f"{out}.json").write_text(json.dumps(slim, indent=2))
+
+
 def run(
     graphs: list[str],
     methods: list[str],
@@ -276,11 +361,12 @@ def run(
     rerun: list[str] | None = None,
     stage_params: dict | None = None,
     out: str = "graphs",
+    merge: bool = False,
 ) -> dict:
-    out_file = RESULTS / f"{out}.json"
-    results = json.loads(out_file.read_text()) if out_file.exists() else {"graphs": {}}
+    results = load_results(out)
     for name in graphs:
-        with open_instance(name) as gs:
+        gs = open_instance(name)
+        try:
             print(f"[{name}] building (or reusing) the graph", file=sys.stderr)
             meta = build(gs, name)
             if build_only:
@@ -289,29 +375,44 @@ def run(
                 reports = gs.augment(stages=rerun, progress=True, **(stage_params or {}))
                 meta = meta | {"rerun": {r.stage: {"params": stage_params, **r.counts} for r in reports}}
             qs = questions_of(name)
-            rows = {}
-            for m in methods:
+            layers = layer_density(gs)
+            old = results["graphs"].get(name, {}) if merge else {}
+            rows, per_q = dict(old.get("methods", {})), dict(old.get("per_question", {}))
+            for m in methods if "vector" in methods or "vector" in per_q else ["vector", *methods]:
                 print(f"[{name}] {m}", file=sys.stderr)
                 method, params = VARIANTS.get(m, (m, {}))
-                rows[m] = summarize(measure(gs, name, method, qs, **params))
-            results["graphs"][name] = {
-                "build": meta,
-                "layers": layer_density(gs),
-                "questions": len(qs),
-                "methods": rows,
-                "machine": machine(),
-            }
-    if build_only:
-        return results
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out_file.write_text(json.dumps(results, indent=2))
+                per_q[m] = measure(gs, name, method, qs, **params)
+                rows[m] = summarize(per_q[m])
+                if m != "vector":
+                    rows[m]["vs_vector"] = versus_vector(per_q, m)
+                results["graphs"][name] = {
+                    "build": meta,
+                    "layers": layers,
+                    "questions": len(qs),
+                    "methods": rows,
+                    "per_question": per_q,
+                    "machine": machine(),
+                }
+                write_results(out, results)  # after every row: a long run stopped early keeps what it measured
+        finally:
+            stop_instance(gs)
+    if not build_only:
+        write_results(out, results, echo=True)
+    return results
+
+
+def write_results(out: str, results: dict, echo: bool = False) -> None:
+    """graphs.json, the per-question file and graphs.md from `results`."""
+    save_results(out, results)
     md = [
         "# Retrieval on three graphs (no LLM)" + (f": {out}" if out != "graphs" else ""),
         "",
         f"top_k {TOP_K} ({', '.join(sorted(UNCAPPED))}: no item cap), budget {BUDGET} tokens (rows `@paper`: the "
         "paper's own context size). Recall@k over "
         "the passages present in the returned, packed context, in order. Coverage: gold answer (or alias) in "
-        "that context, yes/no questions excluded.",
+        "that context, yes/no questions excluded. Δ columns: the method minus `vector` on the same questions, "
+        "with a paired bootstrap 95% interval (10,000 resamples of the questions, seed 0); per-question results: "
+        f"{out}-questions.jsonl.",
         "",
     ]
     for name, g in results["graphs"].items():
@@ -340,19 +441,22 @@ def run(
                 if "layers" in g
                 else []
             ),
-            "| method | Recall@2 | Recall@5 | Coverage | passages | tokens | p50 ms | p95 ms |",
-            "|---|---|---|---|---|---|---|---|",
+            "| method | Recall@2 | Recall@5 | ΔRecall@5 vs vector [95% CI] | Coverage | ΔCoverage [95% CI] "
+            "| passages | tokens | p50 ms | p95 ms |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for m, r in g["methods"].items():
             cov = "-" if r["coverage"] is None else f"{r['coverage']:.3f}"
+            vs = r.get("vs_vector") or {}
             md.append(
-                f"| {m} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {cov} | {r['mean_passages']} "
+                f"| {m} | {r['recall@2']:.3f} | {r['recall@5']:.3f} | {_ci(vs.get('recall@5'))} | {cov} "
+                f"| {_ci(vs.get('coverage'))} | {r['mean_passages']} "
                 f"| {r['mean_tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
             )
         md.append("")
     (RESULTS / f"{out}.md").write_text("\n".join(md))
-    print("\n".join(md))
-    return results
+    if echo:
+        print("\n".join(md))
 
 
 if __name__ == "__main__":
@@ -365,6 +469,11 @@ if __name__ == "__main__":
     )
     ap.add_argument("--param", action="append", default=[], help="KEY=VALUE parameter for the --rerun stages")
     ap.add_argument("--out", default="graphs", help="results file stem in bench/results (default: graphs)")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the graph's other methods' rows from the results file (measure only --methods again)",
+    )
     a = ap.parse_args()
     known = set(available_methods()) | set(VARIANTS)
     bad = [m for m in a.methods.split(",") if m not in known]
@@ -372,4 +481,4 @@ if __name__ == "__main__":
         ap.error(f"unknown methods {bad}")
     stage_params = dict(p.split("=", 1) for p in a.param)
     rerun = [s for s in a.rerun.split(",") if s]
-    run(a.graphs.split(","), a.methods.split(","), a.build_only, rerun, stage_params, a.out)
+    run(a.graphs.split(","), a.methods.split(","), a.build_only, rerun, stage_params, a.out, a.merge)

@@ -381,7 +381,7 @@ def test_entities_without_a_pair_within_h_are_global_with_occurrence_ranking(cor
     r = corpus.retrieve(q, "e2graphrag", hops=1)
     assert r.notes["branch"] == "global+occurrence"
     assert r.items[0].doc_titles == ["Forge"]
-    r = corpus.retrieve(q, "e2graphrag", hops=2)
+    r = corpus.retrieve(q, "e2graphrag", hops=2, fill=False)
     assert r.notes["branch"] == "local" and r.notes["local"] == "direct"
     assert [i.doc_titles for i in r.items] == [["Forge"]]
     assert r.items[0].text.startswith("kettle-saddle: Forge\n")
@@ -400,7 +400,7 @@ def test_a_pair_with_no_shared_chunk_is_global_with_occurrence_ranking(corpus: G
 def test_local_direct_merges_adjacent_chunks_in_document_order(corpus: GraphStrata) -> None:
     q = "Was the lantern near the violin?"
     assert query_entities(q) == ["lantern", "violin"]
-    r = corpus.retrieve(q, "e2graphrag")
+    r = corpus.retrieve(q, "e2graphrag", fill=False)
     assert r.notes["branch"] == "local" and r.notes["local"] == "direct"
     assert r.notes["h_history"] == [[4, 3]]
     workshop = chunk_ids(corpus.db, "Workshop")
@@ -421,7 +421,7 @@ def test_local_direct_merges_adjacent_chunks_in_document_order(corpus: GraphStra
 def test_local_tightens_h_while_more_than_25_chunks(corpus: GraphStrata) -> None:
     q = "Where did the kayak, the paddle and the canyon go?"
     assert query_entities(q) == ["kayak", "paddle", "canyon"]
-    r = corpus.retrieve(q, "e2graphrag")
+    r = corpus.retrieve(q, "e2graphrag", fill=False)
     # by hand: kayak-paddle 1 hop (3 Shed chunks), kayak-canyon 2 hops (30 Trip chunks),
     # paddle-canyon 3 hops (no chunk): 33 chunks for h = 4, 3, 2; 3 for h = 1
     assert r.notes["branch"] == "local" and r.notes["local"] == "tightened"
@@ -444,8 +444,45 @@ def test_local_falls_back_to_entity_aware_ranking_when_tightening_empties(corpus
     assert [i.doc_titles[0] for i in r.items] == ["Dock 00", "Dock 01", "Dock 02", "Dock 03", "Dock 04"]
     assert [i.text.split(":")[0] for i in r.items] == ["anchor-rope-buoy"] * 3 + ["anchor-rope"] * 2
     # without the bound the 28 chunks would all be returned
-    r = corpus.retrieve(q, "e2graphrag", max_chunks=30, top_k=100)
+    r = corpus.retrieve(q, "e2graphrag", max_chunks=30, top_k=100, fill=False)
     assert r.notes["local"] == "direct" and len(r.chunk_ids()) == 28
+
+
+def test_local_mode_fills_k_from_global_occurrence_ranking(corpus: GraphStrata) -> None:
+    q = "Was the lantern near the violin?"
+    local = corpus.retrieve(q, "e2graphrag", fill=False)
+    r = corpus.retrieve(q, "e2graphrag", top_k=4)
+    # the local evidence first, unchanged: 3 chunks (Workshop 0+1 merged, Attic), so one more of k = 4
+    assert [i.chunk_ids for i in r.items[:2]] == [i.chunk_ids for i in local.items]
+    assert r.notes["filled"] == 1 and len(r.items) == 3
+    # by hand: among the 2k = 8 nearest collapsed-tree nodes, the Workshop summary weighs 6 (the
+    # occurrences below it: 4 + 2), Attic 2 (already local), everything else 0, then similarity
+    best, score = nearest(corpus, q, 8)
+    titles = title_of(corpus)
+    kinds = dict(
+        (x["id"], x["l"])
+        for x in corpus.db.read("MATCH (n) WHERE n:Chunk OR n:Summary RETURN n.id AS id, labels(n)[0] AS l")
+    )
+    summary = next(i for i in best if kinds[i] == "Summary") if "Summary" in {kinds[i] for i in best} else None
+    taken = set(local.chunk_ids())
+    rest = [c for c in best if c not in taken and titles[c] != "Attic"]
+    expected = summary or max(rest, key=lambda c: score[c])
+    assert r.items[2].node_id == expected
+    assert corpus.retrieve(q, "e2graphrag", top_k=3).notes.get("filled", 0) == 0  # local already holds k
+
+
+def test_entity_aware_ties_go_to_the_chunk_nearer_the_question() -> None:
+    from graphstrata.retrieval.e2graphrag import entity_aware_rank
+
+    info = {
+        "a": {"doc_id": "d1", "ordinal": 0, "occ": {"x": 1, "y": 1}},
+        "b": {"doc_id": "d2", "ordinal": 0, "occ": {"x": 1, "y": 1}},
+        "c": {"doc_id": "d3", "ordinal": 0, "occ": {"x": 2, "y": 1}},
+        "d": {"doc_id": "d0", "ordinal": 0, "occ": {"x": 1, "y": 1, "z": 1}},
+    }
+    # coverage first (d), then occurrences (c), then similarity (b over a), not the documents' order
+    assert entity_aware_rank(set(info), info, {"a": 0.1, "b": 0.9, "c": 0.0, "d": 0.0}) == ["d", "c", "b", "a"]
+    assert entity_aware_rank(set(info), info) == ["d", "c", "a", "b"]  # no similarities: document order
 
 
 def test_gds_graph_filter_agrees_with_cypher(corpus: GraphStrata) -> None:
@@ -477,8 +514,8 @@ def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: p
 
     monkeypatch.setattr(Database, "read_plain", counted)
     for q, branch, reads in [
-        ("Was the lantern near the violin?", "local", 1),
-        ("Where did the kayak, the paddle and the canyon go?", "local", 1),  # tightened: still one read
+        ("Was the lantern near the violin?", "local", 2),  # 3 local chunks < k: the dense read fills
+        ("Where did the kayak, the paddle and the canyon go?", "local", 2),  # tightened: still one local read
         ("Tell me about the falcon.", "global+occurrence", 2),
         ("What is it?", "global", 1),  # no entity: no graph read at all, only the dense one
     ]:
@@ -488,5 +525,5 @@ def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: p
         assert len(statements) == reads, q
     # the raw rows are what Database.read returns
     text = query("e2graphrag.local_index").replace("MAX_HOPS", "4")
-    params = {"names": ["lantern", "violin"], "inline": 100}
+    params = {"names": ["lantern", "violin"], "inline": 100, "vector": corpus.embedder.embed(["lantern"])[0].tolist()}
     assert read(corpus.db, text, **params) == corpus.db.read(text, **params)

@@ -244,14 +244,14 @@ CANONICAL = [
     ("Which actor starred in Heat and was born in New York?", "sgrag", "hipporag", "multi-constraint"),
     ("Who directed the film that won the Oscar in 1998 and starred Leonardo DiCaprio?", "sgrag", "hipporag", None),
     ("What is the birthplace of the director of Titanic?", "sgrag", "hipporag", "multi-constraint"),
-    ("Were Scott Derrickson and Ed Wood of the same nationality?", "hipporag", "hipporag", "default"),
-    ("How are Alice Smith and Bob Jones related?", "hipporag", "hipporag", "default"),
+    ("Were Scott Derrickson and Ed Wood of the same nationality?", "vector", "vector", "yes-no"),
+    ("How are Alice Smith and Bob Jones related?", "hipporag", "hipporag", "entities"),
     ("Summarize the main themes of the documents.", "noderag", "noderag", "global"),
     ("What are the main themes?", "noderag", "noderag", "global"),
     ("Summarize.", "e2graphrag", "e2graphrag", "global"),
     ("What happened?", "e2graphrag", "e2graphrag", "global"),
-    ("What is the capital of France?", "hipporag", "hipporag", "default"),
-    ("Who wrote Hamlet?", "hipporag", "hipporag", "default"),
+    ("What is the capital of France?", "hipporag", "hipporag", "one-entity"),
+    ("Who wrote Hamlet?", "hipporag", "hipporag", "one-entity"),
 ]
 
 
@@ -279,7 +279,7 @@ def test_auto_falls_through_missing_methods() -> None:
     pair = Shape(query_entities=["a", "b"], named=["a", "b"], wh=False, constraints=0, summary_style=False)
     assert route(pair, {"vector", "noderag"}).method == "noderag"
     r = route(pair, {"vector", "fusion"})
-    assert r.method == "fusion" and r.rule == "default" and not r.passed_over
+    assert r.method == "fusion" and r.rule == "entities" and not r.passed_over
     nothing = Shape(query_entities=[], named=[], wh=True, constraints=0, summary_style=False)
     assert route(nothing, {"vector", "noderag"}).method == "noderag"
     assert route(nothing, {"vector"}).method == "vector"
@@ -295,7 +295,7 @@ def test_auto_retriever_records_route_and_reason(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(METHODS, "hipporag", _Fixed)  # whatever auto routes to here answers from a fixed ranking
     r = AutoRetriever(db=None, embedder=_Embedder()).retrieve("Who wrote Hamlet?", budget=100)  # type: ignore[arg-type]
     assert r.method == "auto"
-    assert r.notes["route"] == "hipporag" and r.notes["rule"] == "default" and r.notes["reason"]
+    assert r.notes["route"] == "hipporag" and r.notes["rule"] == "one-entity" and r.notes["reason"]
     assert r.notes["shape"]["named_entities"] == ["hamlet"]
     assert r.notes["routed_notes"] == {"hello": 1}
     assert [i.node_id for i in r.items] == ["c2", "c1"]

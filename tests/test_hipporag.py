@@ -149,3 +149,41 @@ def test_fused_ppr_methods_parse_the_question_once(corpus: GraphStrata, monkeypa
     fused = corpus.retrieve(question, "fusion", methods=["hipporag", "noderag"])
     assert parsed == [question]
     assert set(fused.notes["methods"]) == {"hipporag", "noderag"} and not fused.notes.get("errors")
+
+
+def test_fact_scores_weight_their_entities_by_hand() -> None:
+    # query-to-triple seeds: an entity's weight is its fact's score x specificity (1/|P_i|)
+    facts = [{"id": "c", "name": "C", "chunks": 2, "score": 0.8}, {"id": "d", "name": "D", "chunks": 1, "score": 0.6}]
+    _, entities = seed_weights({}, [], facts, 0.05, 1.0)
+    # 0.8/2 = 0.4 and 0.6/1 = 0.6, normalised to sum 1
+    assert entities == pytest.approx({"c": 0.4, "d": 0.6})
+
+
+def test_facts_nearest_the_question_seed_their_entities(corpus: GraphStrata) -> None:
+    """A graph with fact vectors (an LLM's or the user's triples) seeds the walk from the facts
+    nearest the question, not from the nearest passage (HippoRAG 2's query-to-triple step)."""
+    rows = corpus.db.read(
+        "MATCH (e:Entity) WHERE e.name IN ['Stephen King', 'Maximum Overdrive'] RETURN e.id AS id, e.name AS name"
+    )
+    assert {r["name"] for r in rows} == {"Stephen King", "Maximum Overdrive"}
+    ids = {r["name"]: r["id"] for r in rows}
+    fact = "Stephen King directed Maximum Overdrive"
+    v = corpus.embedder.embed([fact])[0].tolist()
+    corpus.db.write(
+        "MATCH (s:Entity {id: $s}), (o:Entity {id: $o}) "
+        "CREATE (s)-[:SUBJECT_OF]->(r:Relation {id: 'test-fact', text: $t})-[:OBJECT]->(o) "
+        "WITH r CALL db.create.setNodeVectorProperty(r, 'embedding', $v)",
+        s=ids["Stephen King"],
+        o=ids["Maximum Overdrive"],
+        t=fact,
+        v=v,
+    )
+    try:
+        corpus.db.write("CALL db.awaitIndexes(60)")
+        r = corpus.retrieve("Who directed Maximum Overdrive?", "hipporag", top_k=5)
+        assert r.notes["feedback_from"] == "facts"
+        assert set(r.notes["feedback"]) == {"Stephen King", "Maximum Overdrive"}
+        off = corpus.retrieve("Who directed Maximum Overdrive?", "hipporag", top_k=5, fact_k=0)
+        assert off.notes["feedback_from"] == "nearest passage"
+    finally:
+        corpus.db.write("MATCH (r:Relation {id: 'test-fact'}) DETACH DELETE r")

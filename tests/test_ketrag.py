@@ -271,3 +271,33 @@ def test_skeleton_seeds_are_matched_by_their_written_descriptions(
         r = old_gs.retrieve(question, "ketrag-skeleton", seed_entities=3, budget=2000)
         assert r.notes["seeds_matched_by"] == {"description": 1, "name": 2}
         assert r.notes["seeds"] == expected_after_clear
+
+
+def test_an_item_cap_is_split_by_lambda_like_the_budget(kg: GraphStrata) -> None:
+    kg.ingest_texts(DOCS, IngestOptions(extractor="none"))
+    question = "What did Marie Curie discover about lava?"
+    r = kg.retrieve(question, "ketrag", lam=0.2, budget=5000, top_k=10, seed_entities=5)
+    skeleton = [i for i in r.items if not i.why.startswith("sub-chunk of a seed keyword")]
+    keyword = [i for i in r.items if i.why.startswith("sub-chunk of a seed keyword")]
+    # round(0.2 * 10) = 2 items for the skeleton (one of them text), the other 8 for the keywords
+    assert len(skeleton) == 2 and [i.label for i in skeleton].count("SubChunk") == 1
+    assert 1 <= len(keyword) <= 8 and len(r.items) <= 10
+    # alone (lambda 1), the skeleton's cap is half entities and relations, half text
+    s = kg.retrieve(question, "ketrag-skeleton", budget=5000, top_k=4, seed_entities=5)
+    assert [i.label for i in s.items].count("SubChunk") == 2 and len(s.items) == 4
+
+
+def test_both_channels_text_is_one_list_by_cosine(kg: GraphStrata) -> None:
+    kg.ingest_texts(DOCS, IngestOptions(extractor="none"))
+    question = "Marie Curie discovered polonium; lava cools into basalt"
+    r = kg.retrieve(question, "ketrag", lam=0.5, budget=400, seed_entities=3)
+    text = [i for i in r.items if i.label == "SubChunk"]
+    whys = {i.why.startswith("sub-chunk of a seed keyword") for i in text}
+    assert whys == {True, False}  # both channels contributed text
+    q = kg.embedder.embed([question])[0]
+    vecs = {x["id"]: np.asarray(x["e"]) for x in kg.db.read("MATCH (s:SubChunk) RETURN s.id AS id, s.embedding AS e")}
+    cos = {i.node_id: float(vecs[i.node_id] @ q / np.linalg.norm(vecs[i.node_id])) for i in text}
+    assert [i.node_id for i in text] == sorted(cos, key=lambda k: -cos[k])
+    # all text first, the graph's entities and relations after it
+    labels = [i.label for i in r.items]
+    assert labels[: len(text)] == ["SubChunk"] * len(text) and len(labels) > len(text)

@@ -239,9 +239,28 @@ def test_min_similarity_is_a_cosine(sgrag, kg: Database) -> None:
     assert chosen, "no test label in the cosine band: pick others"
     label, nearest, best = chosen
     res = sgrag.retrieve("q", query_graph=qg((label, "")))
-    assert nearest not in res.notes["normalised"].values()  # default 0.6 > its cosine
+    # default 0.6 > its cosine: not admitted, only taken as Algorithm 3's fallback since nothing else was
+    assert res.notes["normalised_below_threshold"] == {"k0": nearest}
     res = sgrag.retrieve("q", query_graph=qg((label, "")), min_similarity=best - 0.02)
-    assert nearest in res.notes["normalised"].values()
+    assert nearest in res.notes["normalised"].values() and "normalised_below_threshold" not in res.notes
+
+
+def test_no_known_entity_falls_back_to_the_questions_nearest_entity(sgrag, kg: Database) -> None:
+    # a query graph of only the UNK target used to return nothing; Algorithm 3 always takes a
+    # nearest entity, so the question's own nearest entity anchors the 1-hop fallback
+    question = "Who was born in Berlin?"
+    emb = get_embedder()
+    names = [n for n, _ in ENTITIES.values()]
+    ent = emb.embed(names)
+    q = emb.embed([question])[0]
+    cos = (ent / np.linalg.norm(ent, axis=1, keepdims=True)) @ (q / np.linalg.norm(q))
+    nearest = names[int(cos.argmax())]
+    only_target = json.dumps({"nodes": [{"id": "t", "label": "UNK"}], "edges": []})
+    res = sgrag.retrieve(question, query_graph=only_target)
+    assert res.notes["normalised_below_threshold"] == {"question": nearest}
+    assert res.notes["fallback"] is True
+    rels = [it for it in res.items if it.label == "Relation"]
+    assert rels and all(nearest in it.text for it in rels)  # the edges incident to that entity
 
 
 def test_truncated_candidate_subgraph_is_ordered_and_reported(sgrag) -> None:

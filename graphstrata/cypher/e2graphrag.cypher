@@ -84,7 +84,8 @@ SET x.ordinal = i;
 //             variable-length bound cannot be a parameter);
 //   chunks    the term→chunk index (HAS_TERM) read once: every chunk that mentions at least two
 //             of the entities, with [entity id, count] per mapped entity it mentions. Index
-//             mapping (Eq. 2) for any set of pairs, and the rankings, are computed from it;
+//             mapping (Eq. 2) for any set of pairs, and the rankings, are computed from it; each
+//             with its similarity to the question $vector (Entity-Aware Ranking's last key);
 //   texts     when there are at most $inline such chunks, their text, title and the document's
 //             chunk overlap (else [], and the retriever reads the chosen ones with chunk_texts).
 UNWIND range(0, size($names) - 1) AS i
@@ -97,7 +98,8 @@ WITH es,
        MATCH (e)<-[m:HAS_TERM]-(c:Chunk)
        WHERE c.id IS NOT NULL AND c.doc_id IS NOT NULL AND c.ordinal IS NOT NULL
        WITH c, collect([e.id, m.count]) AS occ WHERE size(occ) >= 2
-       RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ}
+       RETURN {id: c.id, doc_id: c.doc_id, ordinal: c.ordinal, occ: occ,
+               score: CASE WHEN c.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(c.embedding, $vector) END}
      } AS chunks
 CALL (chunks) {
   UNWIND CASE WHEN size(chunks) <= $inline THEN chunks ELSE [] END AS x
@@ -144,6 +146,12 @@ MATCH (c:Chunk {id: id}) WHERE c.text IS NOT NULL AND c.doc_title IS NOT NULL
 OPTIONAL MATCH (d:Document {id: c.doc_id})
 RETURN c.id AS id, c.text AS text, c.doc_title AS title, c.doc_id AS doc_id, c.ordinal AS ordinal,
        coalesce(d.chunk_overlap, 0) AS overlap;
+
+// name: chunk_similarity
+// The local candidates' similarity to the question: Entity-Aware Ranking's last key across documents.
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id}) WHERE c.embedding IS NOT NULL
+RETURN c.id AS id, vector.similarity.cosine(c.embedding, $vector) AS score;
 
 // name: collapsed_tree
 // Dense retrieval over the collapsed tree (§3.2, as RAPTOR): the $k nearest chunks and the $k

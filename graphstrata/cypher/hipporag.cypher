@@ -21,3 +21,15 @@ CALL () {
 }
 WITH a, b, type WHERE a IS NOT NULL AND b IS NOT NULL
 RETURN a, b, type;
+
+// name: query_facts
+// HippoRAG 2's query-to-triple matching (§3.2): the $k facts (Relation nodes with a vector: an LLM's
+// or the user's triples) nearest the question, and their subject and object entities, each with the
+// best score of a fact it is in and its passage count (node specificity's |P_i|).
+CALL db.index.vector.queryNodes('relation_embedding', $candidates, $vector) YIELD node, score
+WITH node, score WHERE node.id IS NOT NULL
+ORDER BY score DESC, node.id LIMIT $k
+MATCH (e:Entity)-[:SUBJECT_OF|OBJECT]-(node) WHERE e.id IS NOT NULL
+WITH e, max(score) AS score, collect(DISTINCT coalesce(node.text, node.id)) AS facts
+RETURN e.id AS id, e.name AS name, score, facts, COUNT { (:Chunk)-[:MENTIONS]->(e) } AS chunks
+ORDER BY score DESC, id;

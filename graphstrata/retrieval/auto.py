@@ -14,10 +14,11 @@ through to the next):
    the global view: ``e2graphrag`` (its global mode, dense retrieval over the summary tree, is what
    it runs when no query entity maps) when the question has no query entity, else ``noderag``
    (its ``HighLevel`` community summaries answer corpus-level questions);
-3. otherwise → ``hipporag`` (the best graph method on all three benchmark graphs,
-   bench/results/graphs.md), else ``noderag``, else ``fusion``. This includes questions about an
-   entity pair: routing them to ``e2graphrag`` was measured worse on hotpotqa_dev100 (46 questions:
-   Recall@5 0.587 against noderag 0.935).
+3. otherwise by the question's kind (:func:`question_kind`: yes-no, multi-constraint, one-entity,
+   entities) through ``ROUTES``, the methods measured best on that kind of dev question
+   (bench/routes.py → bench/results/routes.md): ``vector`` for yes-no questions, ``hipporag`` (else
+   ``noderag``, else ``fusion``) for the others. Routing entity-pair questions to ``e2graphrag`` was measured worse on
+   hotpotqa_dev100 (46 questions: Recall@5 0.587 against noderag 0.935).
 
 Query entities are those of :func:`graphstrata.text.nlp.query_entities`, found exactly as at
 ingest. The route, the rule and the reason are in ``notes``, with the routed method's own notes.
@@ -56,6 +57,9 @@ WH_START = re.compile(
     r"(?:what|which|who|whom|whose|when|where|how (?:many|much|old|long|far|tall|large|big))\b",
     re.IGNORECASE,
 )
+YES_NO_START = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.IGNORECASE
+)
 #: entity types that are values, not things to look up in the graph (and the numeric ones ingest skips)
 VALUE_TYPES = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY", "NOUN"}
 
@@ -69,6 +73,7 @@ class Shape:
     wh: bool  # a wh-question (what/which/who/when/where/how many …)
     constraints: int  # verbal predicates + relational "of" phrases
     summary_style: bool
+    yes_no: bool = False  # opens with an auxiliary: a yes/no or either-or question (often a comparison)
 
     @property
     def multi_constraint(self) -> bool:
@@ -96,7 +101,34 @@ def question_shape(question: str) -> Shape:
         wh=bool(WH_START.search(question)),
         constraints=verbs + ofs,
         summary_style=bool(SUMMARY_STYLE.search(question)),
+        yes_no=bool(YES_NO_START.search(question)),
     )
+
+
+def question_kind(shape: Shape) -> str:
+    """The kind a route is chosen for, from the question's shape alone (bench/routes.py measures
+    each method per kind on the dev graphs)."""
+    if not shape.query_entities or shape.summary_style:
+        return "global"
+    if shape.yes_no:
+        return "yes-no"
+    if shape.multi_constraint:
+        return "multi-constraint"
+    return "one-entity" if len(shape.named) <= 1 else "entities"
+
+
+#: kind -> the methods to take, best first, to be set from the best mean Recall@5 of the kind's
+#: questions over the three dev graphs (bench/results/routes.md, written by bench/routes.py from
+#: bench/graphs.py's per-question results). Measured on hotpotqa and musique-openie (150 questions):
+#: hipporag best on entities, multi-constraint and one-entity questions; vector on the 9 yes-no
+#: (comparison) questions, which name both things compared; "global" keeps the papers' global views
+#: (no dev question is of that kind)
+ROUTES: dict[str, tuple[str, ...]] = {
+    "yes-no": ("vector", "hipporag", "noderag"),
+    "multi-constraint": ("hipporag", "noderag", "fusion"),
+    "one-entity": ("hipporag", "noderag", "fusion"),
+    "entities": ("hipporag", "noderag", "fusion"),
+}
 
 
 @dataclass
@@ -145,8 +177,12 @@ def route(shape: Shape, available: set[str] | Sequence[str], try_sgrag: bool = F
         )
         if r:
             return r
-    reason = f"a focused question ({len(shape.named)} named entity, {shape.constraints} constraint(s))"
-    r = pick("default", reason, "hipporag", "noderag", "fusion")
+    kind = question_kind(shape)
+    reason = (
+        f"a {kind} question ({len(shape.named)} named entities, {shape.constraints} constraint(s)): the best "
+        "Recall@5 on that kind of dev question (bench/results/routes.md)"
+    )
+    r = pick(kind, reason, *ROUTES.get(kind, ("hipporag", "noderag", "fusion")))
     if r:
         return r
     return Route("vector", "fallback", "no graph method is installed", passed_over=passed)

@@ -103,6 +103,11 @@ class E2GraphRAGParams(RetrieverParams):
         le=20,
         description="occurrence ranking re-ranks the candidate_factor·k nearest nodes (the paper's 2k)",
     )
+    fill: bool = Field(
+        True,
+        description="when local mode finds fewer than k chunks, fill the rest of the k from global mode with "
+        "occurrence ranking (docs/methods.md: the paper returns the local chunks alone)",
+    )
     graph_filter: Literal["cypher", "gds"] = Field(
         "cypher",
         description="how pair distances are found: Cypher bidirectional shortestPath (faster, see the module "
@@ -126,7 +131,9 @@ class E2GraphRAGRetriever(Retriever):
     def _retrieve(self, question: str, p: E2GraphRAGParams, t: Timer) -> Retrieved:
         with t.stage("entities"):
             names = query_entities(question)
-        ents, mapped, within, comention, inline = self._index(names, p, t)
+        with t.stage("embed"):
+            vector = self.embed_query(question) if names else None
+        ents, mapped, within, comention, inline = self._index(names, p, t, vector)
         notes: dict[str, Any] = {
             "query_entities": names,
             "mapped": list(ents.values()),
@@ -147,6 +154,7 @@ class E2GraphRAGRetriever(Retriever):
 
         # index mapping (Eq. 2) from the entity→chunk index: the chunks mentioning both of a pair
         info = {c["id"]: {"doc_id": c["doc_id"], "ordinal": c["ordinal"], "occ": dict(c["occ"])} for c in comention}
+        sim = {c["id"]: c["score"] for c in comention if c.get("score") is not None}
         order = {e: i for i, e in enumerate(ents)}
         evidence: dict[Pair, set[str]] = defaultdict(set)
         for c, x in info.items():
@@ -181,7 +189,7 @@ class E2GraphRAGRetriever(Retriever):
             h, ps, chunks = prev
             notes["local"] = "entity-aware fallback"
         notes["h"] = h
-        chosen = entity_aware_rank(chunks, info)[: p.top_k]
+        chosen = entity_aware_rank(chunks, info, sim)[: p.top_k]
         keys = {c: sorted({e for x in ps if c in evidence[x] for e in x}, key=list(ents).index) for c in chosen}
         texts = {c: inline[c] for c in chosen if c in inline}
         if len(texts) < len(chosen):
@@ -193,11 +201,24 @@ class E2GraphRAGRetriever(Retriever):
             nodes=list(ents) + chosen,
             relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
         )
+        if p.fill and len(chosen) < p.top_k:
+            # Fewer local chunks than k: the rest of the k from the paper's own mode for a query whose
+            # entities cannot all be localised (global + occurrence ranking), after the local evidence.
+            fill = self._global(question, p, t, list(ents), ents, {}, occurrence=True)
+            have = set(chosen)
+            extra = [i for i in fill.items if not (set(i.chunk_ids) & have) and i.node_id not in have]
+            extra = extra[: p.top_k - len(chosen)]
+            items += extra
+            sub = Subgraph(
+                nodes=sub.nodes + [i.node_id for i in extra],
+                relationships=sub.relationships + fill.subgraph.relationships,
+            )
+            notes["filled"] = len(extra)
         return Retrieved(items, sub, notes)
 
     # --- entities, graph filter, entity→chunk index ----------------------------------------------
     def _index(
-        self, names: list[str], p: E2GraphRAGParams, t: Timer
+        self, names: list[str], p: E2GraphRAGParams, t: Timer, vector: list[float] | None = None
     ) -> tuple[dict[str, str], set[str], Callable[[int], set[Pair]], list[dict], dict[str, dict]]:
         """Mapped entities (id → name, question order), the names that mapped, ``h -> pairs within h
         hops`` (h ≤ p.hops), the chunks that mention two or more of the entities, and the texts of
@@ -207,7 +228,7 @@ class E2GraphRAGRetriever(Retriever):
         if p.graph_filter == "cypher":
             text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
             with t.stage("graph"):
-                (row,) = self.db.read_plain(text, names=names, inline=INLINE_TEXTS)
+                (row,) = self.db.read_plain(text, names=names, inline=INLINE_TEXTS, vector=vector)
             ents = {e["id"]: e["name"] for e in row["entities"]}
             mapped = {e["normalized"] for e in row["entities"]}
             hops = {(a, b): n for a, b, n in row["pairs"]}
@@ -234,6 +255,11 @@ class E2GraphRAGRetriever(Retriever):
             ents = {r["id"]: r["name"] for r in rows}
             mapped = {r["normalized"] for r in rows}
             chunks = [r["chunk"] for r in self.db.read_plain(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
+            if chunks and vector is not None:
+                ids = [c["id"] for c in chunks]
+                sims = self.db.read_plain(query("e2graphrag.chunk_similarity"), ids=ids, vector=vector)
+                score = {r["id"]: r["score"] for r in sims}
+                chunks = [c | {"score": score.get(c["id"], 0.0)} for c in chunks]
         pairs = [list(x) for x in combinations(ents, 2)]
         cache: dict[int, set[Pair]] = {}
 
@@ -316,13 +342,16 @@ class E2GraphRAGRetriever(Retriever):
         return Retrieved(items, sub, notes)
 
 
-def entity_aware_rank(chunks: set[str], info: dict[str, dict]) -> list[str]:
+def entity_aware_rank(chunks: set[str], info: dict[str, dict], sim: dict[str, float] | None = None) -> list[str]:
     """Entity-Aware Ranking (§3.2): distinct query entities in the chunk, then their occurrences
-    (the chunk→entity index); ties in document order."""
+    (the chunk→entity index); ties by similarity to the question (`sim`: the paper ranks the chunks
+    of one book, where ties fall in document order; across documents that order means nothing), then
+    in document order."""
+    sim = sim or {}
 
     def key(c: str) -> tuple:
         occ = info[c]["occ"]
-        return (-len(occ), -sum(occ.values()), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
+        return (-len(occ), -sum(occ.values()), -sim.get(c, 0.0), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
 
     return sorted(chunks, key=key)
 

@@ -6,11 +6,12 @@ graph built without an LLM as well as with one.
 2. Seed nodes (§3.2–3.3):
    - phrase seeds: the question's entities linked to the KG (retrieval/linking.py), weighted by
      link score x node specificity 1/|P_i| (|P_i|: passages mentioning the entity);
-   - the paper's query-to-triple step picks the facts nearest the question and seeds their
-     entities. Here the passage nearest the question stands in for those facts (with an LLM the
-     paper also filters them; without one a passage is the densest fact we have): its entities
-     seed with weight proportional to specificity, as much mass in total as the linked entities
-     (``feedback_weight`` x theirs);
+   - query-to-triple (the paper's step): the ``fact_k`` facts (Relation nodes with a vector, as an
+     LLM or the user's extractions give them) nearest the question seed their subject and object
+     entities, each by its fact's score x specificity, as much mass in total as the linked entities
+     (``feedback_weight`` x theirs). A graph whose relations have no vector (spaCy's) has no facts
+     to match: the passage nearest the question stands in for them (its entities by specificity).
+     The paper's LLM filter of the facts is not applied;
    - passage seeds: the ``passage_k`` passages nearest the question, by min-max normalised dense
      score x ``passage_weight`` (the paper's weight factor 0.05).
 3. Personalized PageRank (damping 0.5, the paper's) over that graph; passages ranked by their
@@ -27,6 +28,7 @@ from typing import Any
 
 from pydantic import Field
 
+from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     TOP_K,
@@ -72,6 +74,9 @@ class HippoRAGParams(RetrieverParams):
     damping: float = Field(0.5, gt=0, lt=1, description="PPR damping factor (paper: 0.5)")
     # the paper runs PPR to convergence; at damping 0.5, 10 iterations leave under 0.1% of the mass
     iterations: int = Field(10, ge=1, le=100, description="PPR iterations (counting the start as the first)")
+    fact_k: int = Field(
+        5, ge=0, le=100, description="facts nearest the question whose entities seed the walk (paper: 5; 0: none)"
+    )
     relation_edges: bool = Field(
         False,
         description="walk the entity-entity relation edges too (paper: yes; measured without them: "
@@ -99,7 +104,7 @@ def seed_weights(
     for e in linked:
         entities[e.id] = entities.get(e.id, 0.0) + e.score * e.specificity
     linked_mass = sum(entities.values())
-    fb = {f["id"]: 1.0 / max(1, f["chunks"]) for f in feedback}
+    fb = {f["id"]: f.get("score", 1.0) / max(1, f["chunks"]) for f in feedback}
     fb_mass = sum(fb.values())
     if fb_mass > 0 and feedback_weight > 0:
         scale = feedback_weight * (linked_mass if linked_mass > 0 else 1.0) / fb_mass
@@ -138,6 +143,14 @@ class HippoRAGRetriever(Retriever):
             vector = self.embed_query(question, beside_parse=not self.settings.llm_enabled)
         with t.stage("seeds"):
             passages, feedback, _, version = entry_points(self.db, vector, p)
+        facts: list[dict] = []
+        if p.fact_k:
+            with t.stage("facts"):
+                facts = self.db.read_plain(
+                    query("hipporag.query_facts"), k=p.fact_k, candidates=hnsw_candidates(p.fact_k), vector=vector
+                )
+        if facts:  # the facts' entities, not the nearest passage's, are the query-to-triple seeds
+            feedback = facts
         with t.stage("entities"):
             names, source, linked = linking.result()
         chunks, entities = seed_weights(passages, linked, feedback, p.passage_weight, p.feedback_weight)
@@ -146,6 +159,7 @@ class HippoRAGRetriever(Retriever):
             "entities_from": source,
             "linked": [f"{e.query_name} -> {e.name} ({e.via})" for e in linked],
             "feedback": [f["name"] for f in feedback],
+            "feedback_from": "facts" if facts else "nearest passage",
             "seeds": {"passages": len(chunks), "entities": len(entities)},
         }
         with t.stage("graph"):

@@ -77,22 +77,39 @@ class KETRAGRetriever(Retriever):
         with t.stage("embed"):
             vector = self.embed_query(question)
         skeleton_budget = round(lam * p.budget)
+        # an item cap is a second context limit: split by lambda as the token budget is
+        skeleton_cap = keyword_cap = None
+        if p.top_k is not None:
+            skeleton_cap = p.top_k if lam == 1 else round(lam * p.top_k)
+            keyword_cap = p.top_k - skeleton_cap
+            if skeleton_cap == 0:
+                skeleton_budget = 0
         with t.stage("read"):
             ctx = self._question_context(vector, p, skeleton=skeleton_budget > 0, keywords=lam < 1)
         items: list[ContextItem] = []
         notes: dict[str, Any] = {"lambda": lam}
         if skeleton_budget > 0:
             with t.stage("skeleton"):
-                sk, sk_notes = self._skeleton(vector, ctx, p, skeleton_budget)
+                sk, sk_notes = self._skeleton(vector, ctx, p, skeleton_budget, skeleton_cap)
             items += sk
             notes |= sk_notes
         used = sum(i.tokens for i in items)
         keyword_budget = p.budget - used
-        if keyword_budget > 0 and lam < 1:
+        if keyword_budget > 0 and lam < 1 and keyword_cap != 0:
             with t.stage("keyword"):
-                kw, kw_notes = self._keyword(vector, ctx["keywords"], p, keyword_budget, {i.node_id for i in items})
+                taken = {i.node_id for i in items}
+                kw, kw_notes = self._keyword(vector, ctx["keywords"], p, keyword_budget, taken, keyword_cap)
             items += kw
             notes |= kw_notes
+        # The context: the text of both channels as one list by similarity to the question (line 3 of
+        # Algorithm 4 ranks the keyword channel so), then the skeleton's entities and relations
+        # (Algorithm 2's order): the paper concatenates the channels and is silent on the order; one
+        # ranking keeps the better channel's best passages first whichever channel found them, and
+        # an entity whose whole text is its name, placed first, would pull the first passage that
+        # contains the name to the front when the context is de-duplicated (base.dedupe).
+        graph = [i for i in items if i.label != "SubChunk"]
+        text = sorted((i for i in items if i.label == "SubChunk"), key=lambda i: -(i.score or 0.0))
+        items = text + graph
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
     def _question_context(self, vector: list[float], p: KETRAGParams, skeleton: bool, keywords: bool) -> dict:
@@ -128,9 +145,13 @@ class KETRAGRetriever(Retriever):
                 row = read(fresh.names)
         return row
 
-    def _skeleton(self, vector: list[float], ctx: dict, p: KETRAGParams, budget: int) -> tuple[list[ContextItem], dict]:
+    def _skeleton(
+        self, vector: list[float], ctx: dict, p: KETRAGParams, budget: int, cap: int | None = None
+    ) -> tuple[list[ContextItem], dict]:
         seeds = ctx["seeds"]
         graph_budget = int(budget * p.relation_share)
+        # under an item cap, entities + relations get relation_share of the items, the text the rest
+        graph_cap = None if cap is None else int(cap * p.relation_share)
         # the seed entities' descriptions open the context (GraphRAG local search)
         out = [
             ContextItem(
@@ -142,7 +163,7 @@ class KETRAGRetriever(Retriever):
             )
             for s in seeds
         ]
-        out = fit_items(out, graph_budget, stop_at_overflow=True)
+        out = fit_items(out, graph_budget, stop_at_overflow=True)[:graph_cap]
         used = sum(i.tokens for i in out)
         related = [
             ContextItem(
@@ -155,6 +176,8 @@ class KETRAGRetriever(Retriever):
             for r in ctx["relations"]
         ]
         related = fit_items(related, graph_budget - used, stop_at_overflow=True)
+        if graph_cap is not None:
+            related = related[: graph_cap - len(out)]
         chosen = [r.node_id for r in related]
         out += related
         used += sum(i.tokens for i in related)
@@ -162,13 +185,19 @@ class KETRAGRetriever(Retriever):
             query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
         )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
-        out += fit_items(adjacent, budget - used)
+        out += fit_items(adjacent, budget - used)[: None if cap is None else cap - len(out)]
         matched = {"description": sum(s["matched_by"] == "description" for s in seeds)}
         matched["name"] = len(seeds) - matched["description"]
         return out, {"seeds": [s["name"] for s in seeds], "seeds_matched_by": matched, "relations": len(chosen)}
 
     def _keyword(
-        self, vector: list[float], keywords: list[dict], p: KETRAGParams, budget: int, taken: set[str]
+        self,
+        vector: list[float],
+        keywords: list[dict],
+        p: KETRAGParams,
+        budget: int,
+        taken: set[str],
+        cap: int | None = None,
     ) -> tuple[list[ContextItem], dict]:
         pool: dict[str, None] = {}
         pool_tokens, seeds = 0, []
@@ -183,7 +212,7 @@ class KETRAGRetriever(Retriever):
         rows = {r["id"]: r for r in self.db.read_plain(query("ketrag.subchunk_texts"), ids=list(pool), vector=vector)}
         found = [rows[i] for i in pool if i in rows]
         ranked = sorted(found, key=lambda s: -s["score"])  # line 3: rank the candidates by cosine
-        out = fit_items([_subchunk_item(s, "sub-chunk of a seed keyword") for s in ranked], budget)
+        out = fit_items([_subchunk_item(s, "sub-chunk of a seed keyword") for s in ranked], budget)[:cap]
         return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
 
 

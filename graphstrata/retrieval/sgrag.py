@@ -9,7 +9,8 @@ retrieval of multi-constraint factual questions by subgraph matching over the en
    if the model still gives no usable graph (or the endpoint fails), the spaCy graph is used and
    ``notes["query_graph_error"]`` says why.
 2. Entity normalisation (Algorithm 3): a known node's ``normalized`` name is looked up exactly, else
-   its name embedding in the ``entity_embedding`` vector index (top 1, at least ``min_similarity``).
+   its name embedding in the ``entity_embedding`` vector index (top 1, at least ``min_similarity``;
+   if no node passes, the closest one's entity, or the question's nearest: Algorithm 3 has no threshold).
 3. Candidate subgraph: the ``RELATED`` neighbourhood of the normalised entities up to ``path_length``
    hops, fetched with Cypher into a :class:`DataGraph` labelled with the entities' normalized names
    (the paper matches entity names; ``UNK`` nodes match anything), relations = predicates.
@@ -17,12 +18,9 @@ retrieval of multi-constraint factual questions by subgraph matching over the en
    assembly); the answers are the data nodes bound to the ``UNK`` target.  Query edges match any
    predicate (the paper's query edges carry no relation label) unless ``match_relations``.
    With ``dominance`` (default) the path-dominance model ``M`` (§4.2, App. C) filters candidate paths by
-   ``o(p_q) ⪯ o(p_z)`` before the exact check.  ``M`` is trained on the corpus graph's stars on first use
-   (seconds), kept as JSON under ``cache_dir/sgrag/`` and in the process, both keyed by the database and
-   the graph state (entity/RELATED counts + the meta stamp): after a graph change it is retrained.
-   The node embeddings ``o(v)`` are computed from the stars of the candidate subgraph (content-cached by
-   star), so they always describe the graph being matched; with the monotone model no true match is
-   ever filtered out, whatever the weights.
+   ``o(p_q) ⪯ o(p_z)`` before the exact check; ``M`` is trained on the corpus graph's stars on first use,
+   kept under ``cache_dir/sgrag/`` keyed by database and graph state (retrained after a change); ``o(v)``
+   comes from the candidate subgraph's stars; the monotone model never filters out a true match.
 5. Context: the answer entities first, then the matched subgraphs' relations as
    ``subject predicate object — description``, each mapped to its source chunks; with no match the
    1-hop subgraph around the anchors (Algorithm 1 lines 19–24) and ``notes["fallback"] = True``.
@@ -210,7 +208,7 @@ class SGRAGRetriever(Retriever):
         except ValueError as e:
             raise RetrievalError(f"bad query graph: {e}") from e
         with t.stage("normalise"):
-            norm = self._normalise(spec, p)
+            norm = self._normalise(spec, p, question, notes)
         notes["normalised"] = {q: v["name"] for q, v in norm.items()}
         # known query nodes take their entity's normalized name (the data graph's labels)
         labels: dict[Hashable, str | None] = {
@@ -274,7 +272,8 @@ class SGRAGRetriever(Retriever):
             else:
                 notes["fallback"] = True
                 notes["answers"] = []
-                assert fallback is not None
+                if fallback is None or not fallback.edges:  # e.g. an anchor found from the question itself
+                    fallback = one_hop_subgraph(graph, anchors)
                 anchor_set = set(anchors)
                 edges = sorted(
                     fallback.edges,
@@ -315,7 +314,9 @@ class SGRAGRetriever(Retriever):
                 return spec, "llm"
         return spacy_query_graph(question), "spacy"
 
-    def _normalise(self, spec: QueryGraphSpec, p: SGRAGParams) -> dict[str, dict[str, Any]]:
+    def _normalise(
+        self, spec: QueryGraphSpec, p: SGRAGParams, question: str, notes: dict[str, Any]
+    ) -> dict[str, dict[str, Any]]:
         """Known query node id → {id, name, normalized, score} of its graph entity."""
         known = [n for n in spec.nodes if n.label.strip() and n.label.strip().lower() not in ("unk", "unknown", "?")]
         keys = {n.id: normalize_name(n.label) for n in known}
@@ -326,6 +327,7 @@ class SGRAGRetriever(Retriever):
         for n in known:
             if keys[n.id] in by_key:
                 out[n.id] = {**by_key[keys[n.id]], "score": 1.0}
+        below: dict[str, dict[str, Any]] = {}
         if missing:
             vectors = self.embedder.embed([n.label for n in missing])
             for n, v in zip(missing, vectors, strict=True):
@@ -333,9 +335,23 @@ class SGRAGRetriever(Retriever):
                 hits = self.db.read(
                     query("sgrag.similar_entities"), k=1, candidates=hnsw_candidates(1), vector=v.tolist()
                 )
-                if hits and hits[0]["cosine"] >= p.min_similarity:
-                    out[n.id] = {**hits[0], "score": hits[0]["cosine"]}
-        return out
+                if hits:  # below min_similarity: kept aside for the fallback
+                    (out if hits[0]["cosine"] >= p.min_similarity else below)[n.id] = {
+                        **hits[0],
+                        "score": hits[0]["cosine"],
+                    }
+        if out:
+            return out
+        # None passed min_similarity: Algorithm 3 has no threshold, so fall back to it (the query node
+        # that came closest; with no known node at all, the question's nearest entity)
+        if not below and not known:
+            v = self.embedder.embed([question])[0].tolist()
+            hits = self.db.read(query("sgrag.similar_entities"), k=1, candidates=hnsw_candidates(1), vector=v)
+            below = {"question": {**hits[0], "score": hits[0]["cosine"]}} if hits else {}
+        best = max(below, key=lambda k: below[k]["score"], default=None)
+        if best is not None:
+            notes["normalised_below_threshold"] = {best: below[best]["name"]}
+        return {best: below[best]} if best is not None else out
 
     def _candidate_subgraph(
         self, anchors: list[str], p: SGRAGParams, notes: dict[str, Any]
