@@ -47,8 +47,10 @@ class _Reader(HTMLParser):
         self.headings = 0  # depth inside headings
         self.title: list[str] = []
         self.in_title = False
+        self.run: list[str] = []  # the text since the last tag
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._flush()
         self.elements += 1
         if self.elements % 1024 == 0:
             self.check()
@@ -66,9 +68,11 @@ class _Reader(HTMLParser):
         self.headings += bool(_HEADING.match(tag))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._flush()
         self.elements += 1  # <br/>, <p/>: no content
 
     def handle_endtag(self, tag: str) -> None:
+        self._flush()
         if tag == "title":
             self.in_title = False
         if tag in _VOID or not any(el.name == tag for el in self._recent(tag)):
@@ -85,13 +89,23 @@ class _Reader(HTMLParser):
         return self.stack[-64:]
 
     def handle_data(self, data: str) -> None:
+        # the parser may hand one run of text over in several calls (at the end of a fed piece):
+        # a run is one piece, gathered until the next tag
+        if not self.skipping:
+            self.run.append(data)
         if self.in_title:
             self.title.append(data)
-        if self.skipping:
-            return
-        if data.strip():
-            self.stack[-1].direct.append(len(self.pieces))
-            self.pieces.append(data.strip())
+
+    def handle_comment(self, data: str) -> None:
+        self._flush()  # text either side of a comment is two pieces, as two strings are
+
+    def _flush(self) -> None:
+        if self.run:
+            text = "".join(self.run).strip()
+            self.run = []
+            if text:
+                self.stack[-1].direct.append(len(self.pieces))
+                self.pieces.append(text)
 
     def _close(self, el: _Open) -> None:
         self.skipping -= el.name in _SKIP
@@ -119,6 +133,7 @@ class _Reader(HTMLParser):
 
     def finish(self) -> tuple[str, list[tuple[str, bool]]]:
         self.close()
+        self._flush()
         while len(self.stack) > 1:
             self._close(self.stack.pop())
         self._close(self.stack.pop())

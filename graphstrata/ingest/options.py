@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from graphstrata.config import get_settings
 from graphstrata.ingest.document import doc_name
 from graphstrata.ingest.extract import ExtractionSchema
+from graphstrata.ingest.parts import PART_TEXT_CHARS
 
 if TYPE_CHECKING:
     from graphstrata.ingest.rows import PreparedDoc
@@ -49,6 +50,13 @@ class IngestOptions(BaseModel):
         ge=1,
         description="largest document (its text, after conversion) in UTF-8 bytes: at most, and by default, "
         "GRAPHSTRATA_MAX_DOCUMENT_BYTES (a request cannot raise the server's limit)",
+    )
+    part_chars: int = Field(
+        PART_TEXT_CHARS,
+        ge=1000,
+        le=PART_TEXT_CHARS,
+        description="a text longer than this (characters) is ingested as parts, each its own Document; a batch "
+        "holds at most twice this much text (what bounds an ingest's memory: docs/limits.md)",
     )
     extractor: Literal["auto", "llm", "spacy", "none"] = Field(
         "auto",

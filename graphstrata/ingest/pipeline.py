@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,9 +45,11 @@ from graphstrata.ingest.convert import chunk_provenance
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, before_writes, doc_name
 from graphstrata.ingest.extract import extract_with_llm
 from graphstrata.ingest.extract_spacy import extract_many_with_spacy
+from graphstrata.ingest.flow import Abandoned, analyse_chunks, batches, count_write, usage_delta
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
+from graphstrata.ingest.parts import PART_MARK, split_large
 from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
 from graphstrata.ingest.user_extractions import attach_user_extractions
 from graphstrata.ingest.write import GraphWriter
@@ -55,7 +57,7 @@ from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
 from graphstrata.schema import apply_schema, document_embedder
 from graphstrata.text.names import entity_id, normalize_name
-from graphstrata.text.nlp import Analysis, analyse, cut, parse_texts
+from graphstrata.text.nlp import Analysis
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -135,6 +137,10 @@ class Ingestor:
         # one Document per identity: two versions of one document in one ingest would both be written
         # under it (a Document holding both versions' chunks); the later wins, and the report says so
         docs, report.identity_notes = resolve_identities(Candidate(d, True, doc_name(d)) for d in docs)
+        whole = list(docs)
+        docs = split_large(
+            whole, self.options.part_chars
+        )  # memory per document is bounded by the part size (ingest/parts.py)
         stages = Tracker(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
         # Three batches at once: this thread parses and extracts batch i+2 (one core), the embedding
@@ -145,10 +151,10 @@ class Ingestor:
         writing = ThreadPoolExecutor(1, thread_name_prefix="graphstrata-write")
         flight: list[Future[IngestReport]] = []  # the batches' writes, oldest first
         try:
-            for part in _batches(docs, self.options.batch_documents):
+            for part in batches(docs, self.options.batch_documents, 2 * self.options.part_chars):
                 batch = self._prepare(part, stages, core_chunk_ids, force)
                 while len(flight) >= 2:  # at most two batches between this thread and the graph
-                    _count(flight.pop(0), report)
+                    count_write(flight.pop(0), report)
                 if not batch.todo:
                     report.add(batch.report)
                     continue
@@ -156,7 +162,8 @@ class Ingestor:
                 last = flight[-1] if flight else None
                 flight.append(writing.submit(self._finish, batch, texts, last, stages, core_chunk_ids, force))
             while flight:
-                _count(flight.pop(0), report)
+                count_write(flight.pop(0), report)
+            self._drop_stale_parts(whole, {d.source for d in docs}, report)
         finally:
             for f in flight:
                 f.cancel()
@@ -165,7 +172,7 @@ class Ingestor:
             writing.shutdown()
             stages.close()
         if self.llm is not None:
-            report.llm = _usage_delta(before, self.llm.usage())
+            report.llm = usage_delta(before, self.llm.usage())
         report.seconds.update({k: round(v, 3) for k, v in stages.seconds.items()})
         return report
 
@@ -191,6 +198,15 @@ class Ingestor:
         if found:
             self.db.write(query("meta.touch"))
         return found
+
+    def _drop_stale_parts(self, whole: Sequence[SourceDocument], written: set[str], report: IngestReport) -> None:
+        """Delete the stored parts of these documents that their new versions no longer have (or the
+        unsplit version of a document now in parts, or the parts of one now whole)."""
+        rows = self.db.read(query("ingest.stored_parts"), sources=[d.source for d in whole], mark=PART_MARK)
+        for r in rows:
+            if r["source"] not in written:
+                self.delete(r["id"])
+                report.identity_notes.append(f"{r['source']}: removed (the document's new version has no such part)")
 
     # --- planning -------------------------------------------------------------------------
     def _pieces(self, doc: SourceDocument) -> list[Piece]:
@@ -292,7 +308,7 @@ class Ingestor:
         changed one of its documents after it was planned (:class:`ConcurrentChange`), the batch is
         planned and written again, up to four more times; the batches after it wait."""
         if previous is not None and (previous.cancelled() or previous.exception() is not None):
-            raise _Abandoned  # an earlier batch failed: the ingest stops there
+            raise Abandoned  # an earlier batch failed: the ingest stops there
         parts = texts.result()
         for attempt in range(5):
             try:
@@ -364,11 +380,9 @@ class Ingestor:
         self, parts: list[list[str]], st: Tracker, embedders: Sequence[Embedder] | None = None
     ) -> list[np.ndarray]:
         """Each part's vectors, every distinct text embedded once. By default the parts of
-        :func:`embedding_inputs`: a batch's passages, chunks (with their document title) and split
-        sub-chunks, by the float32 encoder questions are embedded with (``vector``, HippoRAG's seeds and
-        KET-RAG's text channel rank them against a question; int8 chunk vectors measured below float32
-        there: bench/results/graphs-session18-int8-all.md); its sentences, semantic units and relations
-        by the graph's text embedder."""
+        :func:`embedding_inputs`: passages, chunks and sub-chunks by the float32 encoder questions are
+        embedded with (int8 chunk vectors measured below float32 in retrieval); sentences, semantic
+        units and relations by the graph's text embedder."""
         embedders = embedders or [self.embedder, self.embedder, *[self.texts] * (len(parts) - 2)]
         groups: dict[int, tuple[Embedder, list[int]]] = {}
         for i, e in enumerate(embedders):
@@ -423,75 +437,6 @@ class Ingestor:
         report.keyword_terms, report.keywords = keywords, len(keywords)
         report.entities_new = len(new_entities)
         return report
-
-
-def analyse_chunks(
-    chunks: Sequence[tuple[str, Sequence[str]]],
-    cut_from_chunk: Sequence[bool] | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[dict[str, Doc], list[Analysis], list[bool]]:
-    """spaCy's pass over chunks given as (text, sub-chunk texts): each chunk parsed once, its
-    sub-chunks' parses cut from that parse (:func:`graphstrata.text.nlp.cut`) and analysed.
-
-    ``cut_from_chunk``: per chunk, whether to cut (default: all); a chunk not cut, or whose sub-chunks
-    do not make up its text, has them parsed on their own. Returns (chunk text -> its parse; one
-    analysis per sub-chunk, in order; per chunk whether its sub-chunks were cut from it)."""
-    want = [True] * len(chunks) if cut_from_chunk is None else list(cut_from_chunk)
-    whole = list(dict.fromkeys(text for (text, _), w in zip(chunks, want, strict=True) if w))
-    parsed = dict(zip(whole, parse_texts(whole, progress) if whole else [], strict=True))
-    pieces = [cut(parsed[text], subs) if w else None for (text, subs), w in zip(chunks, want, strict=True)]
-    rest = [s for (_, subs), got in zip(chunks, pieces, strict=True) if got is None for s in subs]
-    alone = iter(parse_texts(rest) if rest else [])
-    analyses = []
-    for (_, subs), got in zip(chunks, pieces, strict=True):
-        analyses += [analyse(d) for d in (got if got is not None else [next(alone) for _ in subs])]
-    return parsed, analyses, [got is not None for got in pieces]
-
-
-def _batches(docs: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:
-    """Batches of ``size`` documents, short at both ends: the first an eighth of ``size``, so that the
-    embedding and writing threads get their first work after a short parse; the last ``size``
-    documents in batches halving down to an eighth, so that little is left once the last text is
-    embedded (that batch's entity names and its write, on the writing thread alone)."""
-    least = max(1, size // 8)
-    head = min(len(docs), least)
-    tail = min(len(docs) - head, size)
-    body = len(docs) - head - tail
-    sizes = [head, *[size] * (body // size), body % size]
-    while tail:
-        part = tail // 2 if tail // 2 >= least else tail
-        sizes.append(part)
-        tail -= part
-    start = 0
-    for n in sizes:
-        if n:
-            yield docs[start : start + n]
-            start += n
-
-
-class _Abandoned(Exception):
-    """A batch not written because an earlier one failed (that failure is the one raised)."""
-
-
-def _count(write: Future[IngestReport], report: IngestReport) -> None:
-    """Wait for a batch's write and add what it wrote to ``report``."""
-    try:
-        report.add(write.result())
-    except IngestWriteError as e:
-        if e.report is not None:
-            report.add(e.report)
-        e.report = report  # everything this ingest committed before the failure
-        raise
-
-
-def _usage_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """What one ingest cost, from the client's running totals (its ledger may be shared)."""
-    out = {}
-    for stage, counts in after.items():
-        delta = {k: v - before.get(stage, {}).get(k, 0) for k, v in counts.items()}
-        if any(delta.values()):
-            out[stage] = delta
-    return out
 
 
 __all__ = [
