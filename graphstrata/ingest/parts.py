@@ -19,8 +19,8 @@ from collections.abc import Iterator, Sequence
 from graphstrata.ingest.convert import Section
 from graphstrata.ingest.document import SourceDocument
 
-#: Largest text ingested as one Document (characters): ~250 chunks of 1200 tokens.
-PART_TEXT_CHARS = 1_000_000
+#: Largest text ingested as one Document (characters): ~60 chunks of 1200 tokens.
+PART_TEXT_CHARS = 250_000
 PART_MARK = "#part"
 _BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"[.!?]\s"), re.compile(r"\s"))
 
