@@ -380,3 +380,15 @@ DETACH DELETE e;
 MATCH (d:Document)
 WHERE d.id = $ref OR d.source = $ref OR d.title = $ref
 RETURN d.id AS id, d.title AS title, d.source AS source;
+
+// name: stored_parts
+// The stored documents of these sources: each document itself and its parts (`<source>#part<k>`,
+// a large document split by ingest/parts.py), to delete those a new version no longer has.
+// (two index seeks on document_source per source, not an OR that scans every Document)
+UNWIND $sources AS source
+CALL (source) {
+  MATCH (d:Document) WHERE d.source = source RETURN d
+  UNION
+  MATCH (d:Document) WHERE d.source STARTS WITH source + $mark RETURN d
+}
+RETURN d.id AS id, d.source AS source;

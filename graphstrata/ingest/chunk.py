@@ -66,3 +66,10 @@ def split_subchunks(text: str, splits: int = 3, min_tokens: int = 100) -> list[P
                 nxt.append((a, b))
         spans = nxt
     return [Piece(enc.decode(ids[a:b]), b - a, a) for a, b in spans if b > a]
+
+
+def split_text(text: str, chunking: str, chunk_size: int, chunk_overlap: int) -> list[Piece]:
+    """A document's chunks as the ingest's options ask: semantic, else fixed token windows."""
+    if chunking == "semantic":
+        return semantic_chunks(text, chunk_size)
+    return token_chunks(text, chunk_size, chunk_overlap)

@@ -8,17 +8,30 @@ chunk gets the labels of the sections it overlaps (``Chunk.provenance``).
 Anything that cannot give text raises :class:`~graphstrata.ingest.load.LoadError` naming the file,
 before anything is written: a corrupt file, an encrypted PDF, a PDF without a text layer (scanned
 pages need OCR first), a document with no text at all.
+
+Hostile files get the same clear error, within bounded time and memory (docs/limits.md): a PDF whose
+streams inflate past pypdf's limits, a DOCX whose XML is malformed or declares entities, a DOCX whose
+zip members would unpack to more than :data:`DOCX_MAX_UNPACKED` bytes (or at a ratio no document
+needs), text longer than the caller's byte limit (conversion stops there), and any conversion that
+takes longer than its deadline (``CONVERT_SECONDS``).
 """
 
 from __future__ import annotations
 
 import io
-import re
+import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 CONVERTED_SUFFIXES = {".pdf", ".html", ".htm", ".xhtml", ".docx"}
 Section = tuple[int, str]
+#: Seconds a conversion may take: a server stops converting a file its client may have given up on.
+CONVERT_SECONDS = 60.0
+#: Bytes a DOCX's zip members may unpack to in all (its XML, styles and media), read with this cap.
+DOCX_MAX_UNPACKED = 128 * 1024 * 1024
+#: Largest ratio of unpacked to packed size of a member over 1 MiB: XML deflates ~5-20x; a zip bomb ~1000x.
+DOCX_MAX_RATIO = 200
 
 
 @dataclass(frozen=True)
@@ -32,28 +45,40 @@ class ConvertError(ValueError):
     """Why a file gives no text (the loader adds the file's name)."""
 
 
-def convert(path: Path, data: bytes) -> Converted:
-    """The text of a PDF, HTML or DOCX file's bytes; ConvertError when there is none to be had."""
+def convert(path: Path, data: bytes, max_text_bytes: int | None = None, seconds: float = CONVERT_SECONDS) -> Converted:
+    """The text of a PDF, HTML or DOCX file's bytes; ConvertError when there is none to be had, when
+    its text is over ``max_text_bytes`` (UTF-8) or when converting takes over ``seconds``."""
     suffix = path.suffix.lower()
+    out_ = _Builder(max_text_bytes, time.monotonic() + seconds, seconds)
     if suffix == ".pdf":
-        out = _pdf(path, data)
+        out = _pdf(path, data, out_)
     elif suffix == ".docx":
-        out = _docx(path, data)
+        out = _docx(path, data, out_)
     else:
-        out = _html(path, data)
+        out = _html(path, data, out_)
     if not out.text.strip():
         raise ConvertError("no text in it")
     return out
 
 
 class _Builder:
-    """Text assembled block by block, remembering where each section starts."""
+    """Text assembled block by block, remembering where each section starts; it refuses text over
+    its byte limit as it grows (so a small file holding a huge text is never held whole) and work
+    past its deadline (:meth:`check`, called by the converters' loops)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None, deadline: float = float("inf"), seconds: float = 0.0) -> None:
         self.parts: list[str] = []
         self.size = 0
+        self.bytes = 0
         self.sections: list[Section] = []
         self._label: str | None = None
+        self.max_bytes = max_bytes
+        self.deadline = deadline
+        self.seconds = seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise ConvertError(f"conversion took over {self.seconds:g} s (a file this complex is refused)")
 
     def section(self, label: str) -> None:
         """The next block starts a section (a section with no text is not kept)."""
@@ -71,21 +96,27 @@ class _Builder:
             self._label = None
         self.parts.append(block)
         self.size += len(block)
+        self.bytes += len(block.encode("utf-8", "surrogatepass")) + 2
+        if self.max_bytes is not None and self.bytes > self.max_bytes:
+            raise ConvertError(
+                f"its text is over the limit of {self.max_bytes} bytes (GRAPHSTRATA_MAX_DOCUMENT_BYTES; "
+                "the limit applies to the extracted text, not only the file)"
+            )
 
     def build(self, title: str) -> Converted:
         return Converted(title=" ".join(title.split()), text="".join(self.parts), sections=tuple(self.sections))
 
 
-def _pdf(path: Path, data: bytes) -> Converted:
+def _pdf(path: Path, data: bytes, out: _Builder) -> Converted:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PdfReadError, PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise ConvertError("encrypted PDF (it needs a password); decrypt it first")
-        out = _Builder()
         for number, page in enumerate(reader.pages, 1):
+            out.check()
             text = page.extract_text() or ""
             if text.strip():
                 out.section(f"p. {number}")
@@ -94,7 +125,9 @@ def _pdf(path: Path, data: bytes) -> Converted:
         title = (meta.title if meta is not None else None) or ""
     except ConvertError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, OSError) as e:
+    except LimitReachedError as e:  # a decompression bomb: pypdf stops inflating at its output limits
+        raise ConvertError(f"PDF refused: a stream inflates past the converter's limits ({e})") from e
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError, RecursionError) as e:
         raise ConvertError(f"corrupt or unreadable PDF ({type(e).__name__}: {e})") from e
     if not out.parts:
         pages = len(reader.pages)
@@ -102,61 +135,86 @@ def _pdf(path: Path, data: bytes) -> Converted:
     return out.build(title.strip() or path.stem)
 
 
-_HEADING = re.compile(r"^h[1-6]$")
-_SKIP = ("script", "style", "noscript", "template", "svg", "head")
-_BLOCKS = ("p", "li", "pre", "blockquote", "td", "th", "dt", "dd", "figcaption", "caption", "address")
+def _html(path: Path, data: bytes, out: _Builder) -> Converted:
+    from graphstrata.ingest.convert_html import html_blocks
 
-
-def _html(path: Path, data: bytes) -> Converted:
-    from bs4 import BeautifulSoup
-
-    soup = BeautifulSoup(data, "html.parser")
-    title_tag = soup.find("title")
-    title = title_tag.get_text(" ", strip=True) if title_tag else ""
-    for tag in soup(_SKIP):
-        tag.decompose()
-    out = _Builder()
+    title, blocks = html_blocks(data, out.check)
     first_heading = ""
-    # a block is a heading or a text element with no text element inside (so nothing is read twice);
-    # text outside any block (a bare <div> or <body> text) is collected as its own block
-    for el in (soup.body or soup).find_all(True):
-        if _HEADING.match(el.name):
-            text = el.get_text(" ", strip=True)
+    for text, heading in blocks:
+        if heading:
             out.section(text)
-            out.add(text)
             first_heading = first_heading or text
-        elif el.name in _BLOCKS and not el.find(_BLOCKS) and not el.find_parent(_HEADING):
-            out.add(el.get_text(" ", strip=True))
-        elif el.name in ("div", "section", "article", "main", "body"):
-            loose = " ".join(s.strip() for s in el.find_all(string=True, recursive=False) if s.strip())
-            out.add(loose)
+        out.add(text)
     return out.build(title or first_heading or path.stem)
 
 
-def _docx(path: Path, data: bytes) -> Converted:
-    import zipfile
+def _docx_members(data: bytes) -> None:
+    """Refuse a DOCX package that would unpack to more than DOCX_MAX_UNPACKED bytes, or whose XML
+    declares a DTD or entities (WordprocessingML never does; "billion laughs" does), before python-docx
+    reads it: declared sizes and ratios first, then every member read in pieces against the same cap
+    (a member inflating past its declared size stops there)."""
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        raise ConvertError(f"corrupt or unreadable DOCX ({type(e).__name__}: {e})") from e
+    declared = 0
+    for info in infos:
+        declared += info.file_size
+        if info.file_size > 1 << 20 and info.file_size > DOCX_MAX_RATIO * max(1, info.compress_size):
+            raise ConvertError(
+                f"DOCX refused: member {info.filename!r} unpacks {info.file_size} bytes from "
+                f"{info.compress_size} (a zip bomb; a document's parts deflate at most ~{DOCX_MAX_RATIO}x)"
+            )
+        if declared > DOCX_MAX_UNPACKED:
+            raise ConvertError(f"DOCX refused: its parts unpack to over {DOCX_MAX_UNPACKED} bytes")
+    unpacked = 0
+    try:
+        for info in infos:
+            with zf.open(info) as member:
+                tail = b""
+                while piece := member.read(1 << 20):
+                    unpacked += len(piece)
+                    if unpacked > DOCX_MAX_UNPACKED:
+                        raise ConvertError(f"DOCX refused: its parts unpack to over {DOCX_MAX_UNPACKED} bytes")
+                    window = tail + piece
+                    if info.filename.endswith((".xml", ".rels")) and (b"<!DOCTYPE" in window or b"<!ENTITY" in window):
+                        raise ConvertError(f"DOCX refused: {info.filename!r} declares a DTD or entities")
+                    tail = piece[-16:]
+    except ConvertError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OSError, EOFError) as e:
+        raise ConvertError(f"corrupt or unreadable DOCX ({type(e).__name__}: {e})") from e
 
+
+def _docx(path: Path, data: bytes, out: _Builder) -> Converted:
     from docx import Document
-    from docx.opc.exceptions import PackageNotFoundError
+    from docx.opc.exceptions import OpcError
     from docx.table import Table
+    from lxml.etree import LxmlError
 
+    _docx_members(data)
     try:
         doc = Document(io.BytesIO(data))
-    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError) as e:
+        first_heading = ""
+        for block in doc.iter_inner_content():
+            out.check()
+            if isinstance(block, Table):
+                for row in block.rows:
+                    out.add(" | ".join(cell.text.strip() for cell in row.cells))
+                continue
+            style = (block.style.name if block.style is not None else "") or ""
+            if style.startswith("Heading") or style == "Title":
+                out.section(block.text)
+                first_heading = first_heading or block.text.strip()
+            out.add(block.text)
+        title = (doc.core_properties.title or "").strip()
+    except ConvertError:
+        raise
+    except LxmlError as e:  # XMLSyntaxError: malformed XML, or an entity expansion libxml2 stopped
+        raise ConvertError(f"DOCX with malformed XML ({type(e).__name__}: {e})") from e
+    except (OpcError, zipfile.BadZipFile, KeyError, ValueError, TypeError, AttributeError, RecursionError) as e:
         raise ConvertError(f"corrupt or unreadable DOCX ({type(e).__name__}: {e})") from e
-    out = _Builder()
-    first_heading = ""
-    for block in doc.iter_inner_content():
-        if isinstance(block, Table):
-            for row in block.rows:
-                out.add(" | ".join(cell.text.strip() for cell in row.cells))
-            continue
-        style = (block.style.name if block.style is not None else "") or ""
-        if style.startswith("Heading") or style == "Title":
-            out.section(block.text)
-            first_heading = first_heading or block.text.strip()
-        out.add(block.text)
-    title = (doc.core_properties.title or "").strip()
     return out.build(title or first_heading or path.stem)
 
 

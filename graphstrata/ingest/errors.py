@@ -15,7 +15,7 @@ from neo4j.exceptions import (
 )
 
 from graphstrata.db import TransactionTooLarge
-from graphstrata.ingest.load import SourceDocument
+from graphstrata.ingest.document import SourceDocument, doc_name
 from graphstrata.ingest.options import IngestReport
 
 
@@ -115,5 +115,4 @@ def before_writes(docs: Sequence[SourceDocument]) -> Iterator[None]:
         raise IngestWriteError("read", [doc_name(d) for d in docs], e) from e
 
 
-def doc_name(doc: SourceDocument) -> str:
-    return doc.source if doc.title == doc.source else f"{doc.title} ({doc.source})"
+__all__ = ["ConcurrentChange", "IngestWriteError", "before_writes", "doc_name", "needs_restart", "neo4j_reason"]

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # load.py applies these rules: no import cycle at run time
-    from graphstrata.ingest.load import SourceDocument
+from graphstrata.ingest.document import SourceDocument
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,12 @@ re-ingest is a no-op (same hash) or a replacement (new hash).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from graphstrata.ingest.convert import CONVERTED_SUFFIXES, ConvertError, Section, convert
+from graphstrata.ingest.convert import CONVERTED_SUFFIXES, ConvertError, convert
+from graphstrata.ingest.document import SourceDocument
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.limits import is_blank
 
@@ -32,23 +31,6 @@ class LoadError(ValueError):
         super().__init__(f"{source}: {reason}")
         self.source = source
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class SourceDocument:
-    source: str  # identity: path of a text file, or a corpus record's id or title (see identity.py)
-    title: str
-    text: str
-    # (character offset, label) where a page or headed section starts: chunk provenance
-    sections: tuple[Section, ...] = ()
-
-    @property
-    def id(self) -> str:
-        return hashlib.sha256(f"doc:{self.source}".encode()).hexdigest()[:32]
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(f"{self.title}\n{self.text}".encode()).hexdigest()
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -78,12 +60,18 @@ def _title_of_text(path: Path, text: str) -> str:
     return path.stem
 
 
-def _record(path: Path, where: str, obj: object) -> Candidate:
+def _over_limit(size: int, max_bytes: int, what: str) -> str:
+    return f"{what} is {size} bytes, over the limit of {max_bytes} (GRAPHSTRATA_MAX_DOCUMENT_BYTES)"
+
+
+def _record(path: Path, where: str, obj: object, max_bytes: int) -> Candidate:
     if not isinstance(obj, dict):
         raise LoadError(f"{path}{where}", "expected an object with 'title' and 'text'")
     text, title, rid = obj.get("text"), obj.get("title"), obj.get("id")
     if not isinstance(text, str) or is_blank(text):
         raise LoadError(f"{path}{where}", "missing or empty 'text'")
+    if (size := len(text.encode("utf-8", "surrogatepass"))) > max_bytes:
+        raise LoadError(f"{path}{where}", _over_limit(size, max_bytes, "its 'text'"))
     if title is not None and not isinstance(title, str):
         raise LoadError(f"{path}{where}", "'title' must be a string")
     if rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int) or not str(rid).strip()):
@@ -102,15 +90,13 @@ def file_candidates(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Cand
     try:
         size = path.stat().st_size
         if size > max_bytes:
-            raise LoadError(
-                str(path), f"{size} bytes is over the limit of {max_bytes} (GRAPHSTRATA_MAX_DOCUMENT_BYTES)"
-            )
+            raise LoadError(str(path), _over_limit(size, max_bytes, "the file"))
         data = path.read_bytes()
     except OSError as e:
         raise LoadError(str(path), f"cannot read: {e.strerror or e}") from e
     if suffix in CONVERTED_SUFFIXES:
         try:
-            c = convert(path, data)
+            c = convert(path, data, max_text_bytes=max_bytes)  # the limit is on the text it holds
         except ConvertError as e:
             raise LoadError(str(path), str(e)) from e
         doc = SourceDocument(source=str(path.resolve()), title=c.title, text=c.text, sections=c.sections)
@@ -126,8 +112,12 @@ def file_candidates(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Cand
             raise LoadError(str(path), f"invalid JSON at line {e.lineno}: {e.msg}") from e
         except RecursionError as e:  # "[" * 100_000: one bad file must not stop the others
             raise LoadError(str(path), "JSON nested too deeply") from e
+        if obj == []:  # a corpus with no records is a mistake to report, not an ingest of nothing
+            raise LoadError(str(path), "no records (an empty JSON array)")
         items = obj if isinstance(obj, list) else [obj]
-        return [_record(path, f"[{i}]" if isinstance(obj, list) else "", item) for i, item in enumerate(items)]
+        return [
+            _record(path, f"[{i}]" if isinstance(obj, list) else "", item, max_bytes) for i, item in enumerate(items)
+        ]
     docs = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -138,7 +128,7 @@ def file_candidates(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[Cand
             raise LoadError(f"{path}:{lineno}", f"invalid JSON: {e.msg}") from e
         except RecursionError as e:
             raise LoadError(f"{path}:{lineno}", "JSON nested too deeply") from e
-        docs.append(_record(path, f":{lineno}", obj))
+        docs.append(_record(path, f":{lineno}", obj, max_bytes))
     if not docs:
         raise LoadError(str(path), "no records")
     return docs
@@ -149,13 +139,18 @@ def load_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> list[SourceDocu
     return resolve_identities(file_candidates(path, max_bytes))[0]
 
 
-def iter_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Files named, and supported files below folders named (sorted, hidden files skipped)."""
+def iter_files(paths: Iterable[str | Path]) -> Iterator[Path | LoadError]:
+    """Files named, and supported files below folders named (sorted, hidden files skipped); a folder
+    holding none is a LoadError (an ingest of nothing is a mistake to report)."""
     for p in map(Path, paths):
         if p.is_dir():
+            found = False
             for f in sorted(p.rglob("*")):
                 if f.is_file() and f.suffix.lower() in SUPPORTED and not any(s.startswith(".") for s in f.parts):
+                    found = True
                     yield f
+            if not found:
+                yield LoadError(str(p), f"no files to ingest in this folder ({', '.join(sorted(SUPPORTED))})")
         else:
             yield p
 
@@ -168,6 +163,9 @@ def load_paths(
     candidates: list[Candidate] = []
     errors: list[LoadError] = []
     for f in iter_files(paths):
+        if isinstance(f, LoadError):
+            errors.append(f)
+            continue
         if not f.exists():
             errors.append(LoadError(str(f), "no such file or folder"))
             continue

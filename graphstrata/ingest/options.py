@@ -4,20 +4,34 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from graphstrata.config import get_settings
+from graphstrata.ingest.document import doc_name
 from graphstrata.ingest.extract import ExtractionSchema
+from graphstrata.ingest.parts import PART_TEXT_CHARS
 
 if TYPE_CHECKING:
     from graphstrata.ingest.rows import PreparedDoc
 
 
+#: Smallest chunk: a short sentence. Smaller chunks multiply a document's chunks (and its rows,
+#: vectors and extraction calls) without adding anything retrievable (docs/limits.md).
+MIN_CHUNK_TOKENS = 5
+
+
 class IngestOptions(BaseModel):
     """Ingest parameters; the defaults are the papers'."""
 
-    chunk_size: int = Field(1200, ge=1, le=100_000, description="tokens per chunk (cl100k), E2GraphRAG/KET-RAG default")
-    chunk_overlap: int = Field(100, ge=0, description="tokens shared by consecutive chunks (less than chunk_size)")
+    chunk_size: int = Field(
+        1200,
+        ge=MIN_CHUNK_TOKENS,
+        le=100_000,
+        description=f"tokens per chunk (cl100k), E2GraphRAG/KET-RAG default; at least {MIN_CHUNK_TOKENS}",
+    )
+    chunk_overlap: int = Field(
+        100, ge=0, description="tokens shared by consecutive chunks (at most half of chunk_size)"
+    )
     chunking: Literal["tokens", "semantic"] = Field("tokens", description="`semantic`: semchunk (DA-RAG)")
     splits: int = Field(3, ge=0, le=6, description="KET-RAG m: sub-chunks by halving a chunk m times")
     min_subchunk_tokens: int = Field(
@@ -34,7 +48,15 @@ class IngestOptions(BaseModel):
     max_document_bytes: int = Field(
         default_factory=lambda: get_settings().max_document_bytes,
         ge=1,
-        description="largest document in UTF-8 bytes (default GRAPHSTRATA_MAX_DOCUMENT_BYTES)",
+        description="largest document (its text, after conversion) in UTF-8 bytes: at most, and by default, "
+        "GRAPHSTRATA_MAX_DOCUMENT_BYTES (a request cannot raise the server's limit)",
+    )
+    part_chars: int = Field(
+        PART_TEXT_CHARS,
+        ge=1000,
+        le=PART_TEXT_CHARS,
+        description="a text longer than this (characters) is ingested as parts, each its own Document; a batch "
+        "holds at most twice this much text (what bounds an ingest's memory: docs/limits.md)",
     )
     extractor: Literal["auto", "llm", "spacy", "none"] = Field(
         "auto",
@@ -66,9 +88,24 @@ class IngestOptions(BaseModel):
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestOptions:
-        if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be less than chunk_size ({self.chunk_size})")
+        # consecutive chunks advance by chunk_size - chunk_overlap tokens: an overlap near the size would
+        # store (and embed, and extract) every token up to chunk_size times
+        if self.chunk_overlap > self.chunk_size // 2:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be at most half of chunk_size ({self.chunk_size})"
+            )
         return self
+
+    @field_validator("max_document_bytes")
+    @classmethod
+    def _within_the_configured_limit(cls, value: int) -> int:
+        limit = get_settings().max_document_bytes
+        if value > limit:
+            raise ValueError(
+                f"max_document_bytes ({value}) is over the configured limit of {limit} bytes "
+                "(GRAPHSTRATA_MAX_DOCUMENT_BYTES); a smaller limit may be asked for, not a larger one"
+            )
+        return value
 
 
 class IngestReport(BaseModel):
@@ -110,9 +147,8 @@ class IngestReport(BaseModel):
         return self.rows_written / max(self.seconds.get("write", 0.0), 1e-9)
 
     def count_written(self, p: PreparedDoc) -> None:
-        """Count a document the write stage committed."""  # (imports here: errors and rows import this module)
-        from graphstrata.ingest.errors import doc_name
-        from graphstrata.ingest.rows import row_count
+        """Count a document the write stage committed."""
+        from graphstrata.ingest.rows import row_count  # (numpy and spaCy types: loaded with the pipeline only)
 
         self.documents_new += p.old_sha is None
         self.documents_replaced += p.old_sha is not None

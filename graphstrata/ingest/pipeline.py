@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,13 +40,16 @@ from graphstrata.ingest.assemble import (
     chunk_rows,
     embedding_inputs,
 )
-from graphstrata.ingest.chunk import Piece, semantic_chunks, token_chunks
+from graphstrata.ingest.changes import chunk_setting_changes, same_text_notes
+from graphstrata.ingest.chunk import split_text
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, before_writes, doc_name
 from graphstrata.ingest.extract import extract_with_llm
 from graphstrata.ingest.extract_spacy import extract_many_with_spacy
+from graphstrata.ingest.flow import Abandoned, analyse_chunks, batches, count_write, usage_delta
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
+from graphstrata.ingest.parts import PART_MARK, split_large
 from graphstrata.ingest.provenance import piece_provenance
 from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
 from graphstrata.ingest.user_extractions import attach_user_extractions
@@ -55,7 +58,7 @@ from graphstrata.llm import ExtractionFailed, LLMClient, LLMNotConfigured
 from graphstrata.progress import Tracker
 from graphstrata.schema import apply_schema, document_embedder
 from graphstrata.text.names import entity_id, normalize_name
-from graphstrata.text.nlp import Analysis, analyse, cut, parse_texts
+from graphstrata.text.nlp import Analysis
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc
@@ -135,6 +138,10 @@ class Ingestor:
         # one Document per identity: two versions of one document in one ingest would both be written
         # under it (a Document holding both versions' chunks); the later wins, and the report says so
         docs, report.identity_notes = resolve_identities(Candidate(d, True, doc_name(d)) for d in docs)
+        whole = list(docs)
+        docs = split_large(
+            whole, self.options.part_chars
+        )  # memory per document is bounded by the part size (ingest/parts.py)
         stages = Tracker(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
         # Three batches at once: this thread parses and extracts batch i+2 (one core), the embedding
@@ -145,10 +152,10 @@ class Ingestor:
         writing = ThreadPoolExecutor(1, thread_name_prefix="graphstrata-write")
         flight: list[Future[IngestReport]] = []  # the batches' writes, oldest first
         try:
-            for part in _batches(docs, self.options.batch_documents):
+            for part in batches(docs, self.options.batch_documents, 2 * self.options.part_chars):
                 batch = self._prepare(part, stages, core_chunk_ids, force)
                 while len(flight) >= 2:  # at most two batches between this thread and the graph
-                    _count(flight.pop(0), report)
+                    count_write(flight.pop(0), report)
                 if not batch.todo:
                     report.add(batch.report)
                     continue
@@ -156,7 +163,8 @@ class Ingestor:
                 last = flight[-1] if flight else None
                 flight.append(writing.submit(self._finish, batch, texts, last, stages, core_chunk_ids, force))
             while flight:
-                _count(flight.pop(0), report)
+                count_write(flight.pop(0), report)
+            self._drop_stale_parts(whole, {d.source for d in docs}, report)
         finally:
             for f in flight:
                 f.cancel()
@@ -165,7 +173,7 @@ class Ingestor:
             writing.shutdown()
             stages.close()
         if self.llm is not None:
-            report.llm = _usage_delta(before, self.llm.usage())
+            report.llm = usage_delta(before, self.llm.usage())
         report.seconds.update({k: round(v, 3) for k, v in stages.seconds.items()})
         return report
 
@@ -192,13 +200,16 @@ class Ingestor:
             self.db.write(query("meta.touch"))
         return found
 
-    # --- planning -------------------------------------------------------------------------
-    def _pieces(self, doc: SourceDocument) -> list[Piece]:
-        o = self.options
-        if o.chunking == "semantic":
-            return semantic_chunks(doc.text, o.chunk_size)
-        return token_chunks(doc.text, o.chunk_size, o.chunk_overlap)
+    def _drop_stale_parts(self, whole: Sequence[SourceDocument], written: set[str], report: IngestReport) -> None:
+        """Delete the stored parts of these documents that their new versions no longer have (or the
+        unsplit version of a document now in parts, or the parts of one now whole)."""
+        rows = self.db.read(query("ingest.stored_parts"), sources=[d.source for d in whole], mark=PART_MARK)
+        for r in rows:
+            if r["source"] not in written:
+                self.delete(r["id"])
+                report.identity_notes.append(f"{r['source']}: removed (the document's new version has no such part)")
 
+    # --- planning -------------------------------------------------------------------------
     def _old_contribution(self, doc_id: str) -> Contribution:
         """Re-derive what the stored version of a document added, to subtract it exactly."""
         rows = self.db.read(query("ingest.document_chunks"), id=doc_id)
@@ -265,7 +276,9 @@ class Ingestor:
         texts: list[tuple[str, list[str]]] = []
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
-                pieces = self._pieces(p.doc)
+                pieces = split_text(
+                    p.doc.text, self.options.chunking, self.options.chunk_size, self.options.chunk_overlap
+                )
                 # by where the chunker cut, not by searching the text (repeated boilerplate)
                 where = piece_provenance(p.doc.text, p.doc.sections, pieces, self.options.chunking != "semantic")
                 texts += chunk_rows(p, pieces, where, self.options)
@@ -293,7 +306,7 @@ class Ingestor:
         changed one of its documents after it was planned (:class:`ConcurrentChange`), the batch is
         planned and written again, up to four more times; the batches after it wait."""
         if previous is not None and (previous.cancelled() or previous.exception() is not None):
-            raise _Abandoned  # an earlier batch failed: the ingest stops there
+            raise Abandoned  # an earlier batch failed: the ingest stops there
         parts = texts.result()
         for attempt in range(5):
             try:
@@ -328,15 +341,16 @@ class Ingestor:
         with before_writes(docs):
             state = {r["id"]: r for r in self.db.read(query("ingest.document_state"), ids=[d.id for d in docs])}
         todo: list[PreparedDoc] = []
-        report.identity_notes += self._same_text_notes([d for d in docs if d.id not in state])
+        report.identity_notes += same_text_notes(self.db, [d for d in docs if d.id not in state])
         for d in docs:
             s = state.get(d.id)
             # A document with a failed chunk is never "unchanged": the next ingest retries it.
             # `force` rewrites unchanged documents too (e.g. to extract with another profile).
-            rechunk = s is not None and s["sha256"] == d.sha256 and self._chunked_otherwise(s.get("chunked"))
+            same_text = s is not None and s["sha256"] == d.sha256
+            rechunk = same_text and chunk_setting_changes(self.options, s.get("chunked"))
             if rechunk:  # same text, other chunk settings: written again with the new ones (force)
                 report.identity_notes.append(f"{d.title}: unchanged text chunked again ({rechunk})")
-            if s is not None and s["sha256"] == d.sha256 and not s["failed"] and not force and not rechunk:
+            if same_text and not s["failed"] and not force and not rechunk:
                 report.documents_unchanged += 1
             else:
                 todo.append(PreparedDoc(d, s["sha256"] if s else None, force=force or bool(rechunk)))
@@ -345,30 +359,6 @@ class Ingestor:
                 if p.old_sha is not None:
                     p.removes = self._old_contribution(p.doc.id)
         return todo, report
-
-    def _same_text_notes(self, new: Sequence[SourceDocument]) -> list[str]:
-        """A new document whose title and text a stored document of another identity already has is
-        still a document of its own (identities differ on purpose, e.g. two editions' sources), but
-        the ingest says so and how to keep one (docs/identity.md)."""
-        if not new:
-            return []
-        by_id = {d.id: d for d in new}
-        with before_writes(new):
-            rows = self.db.read(query("ingest.same_text"), rows=[{"id": d.id, "sha256": d.sha256} for d in new])
-        return [
-            f"{by_id[r['id']].title}: the same text as the stored document {r['source']!r} (id {r['other']}); "
-            f"ingested as a second document {by_id[r['id']].source!r}; keep one with "
-            f"`graphstrata delete {r['other']}` or `graphstrata delete {r['id']}`"
-            for r in rows
-        ]
-
-    def _chunked_otherwise(self, stored: dict | None) -> str:
-        """What differs between a document's stored chunk settings and this ingest's ('' when none
-        does; settings a graph did not record count as the same)."""
-        o = self.options
-        now = {"chunk_size": o.chunk_size, "chunk_overlap": o.chunk_overlap, "chunking": o.chunking, "splits": o.splits}
-        diff = [f"{k} {stored[k]} -> {v}" for k, v in now.items() if stored and stored.get(k) not in (None, v)]
-        return ", ".join(diff)
 
     def _new_entity_names(self, todo: list[PreparedDoc], docs: Sequence[SourceDocument]) -> dict[str, str]:
         """Extracted entities new to the graph (normalised key -> a name to embed).
@@ -393,11 +383,9 @@ class Ingestor:
         self, parts: list[list[str]], st: Tracker, embedders: Sequence[Embedder] | None = None
     ) -> list[np.ndarray]:
         """Each part's vectors, every distinct text embedded once. By default the parts of
-        :func:`embedding_inputs`: a batch's passages, chunks (with their document title) and split
-        sub-chunks, by the float32 encoder questions are embedded with (``vector``, HippoRAG's seeds and
-        KET-RAG's text channel rank them against a question; int8 chunk vectors measured below float32
-        there: bench/results/graphs-session18-int8-all.md); its sentences, semantic units and relations
-        by the graph's text embedder."""
+        :func:`embedding_inputs`: passages, chunks and sub-chunks by the float32 encoder questions are
+        embedded with (int8 chunk vectors measured below float32 in retrieval); sentences, semantic
+        units and relations by the graph's text embedder."""
         embedders = embedders or [self.embedder, self.embedder, *[self.texts] * (len(parts) - 2)]
         groups: dict[int, tuple[Embedder, list[int]]] = {}
         for i, e in enumerate(embedders):
@@ -452,75 +440,6 @@ class Ingestor:
         report.keyword_terms, report.keywords = keywords, len(keywords)
         report.entities_new = len(new_entities)
         return report
-
-
-def analyse_chunks(
-    chunks: Sequence[tuple[str, Sequence[str]]],
-    cut_from_chunk: Sequence[bool] | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[dict[str, Doc], list[Analysis], list[bool]]:
-    """spaCy's pass over chunks given as (text, sub-chunk texts): each chunk parsed once, its
-    sub-chunks' parses cut from that parse (:func:`graphstrata.text.nlp.cut`) and analysed.
-
-    ``cut_from_chunk``: per chunk, whether to cut (default: all); a chunk not cut, or whose sub-chunks
-    do not make up its text, has them parsed on their own. Returns (chunk text -> its parse; one
-    analysis per sub-chunk, in order; per chunk whether its sub-chunks were cut from it)."""
-    want = [True] * len(chunks) if cut_from_chunk is None else list(cut_from_chunk)
-    whole = list(dict.fromkeys(text for (text, _), w in zip(chunks, want, strict=True) if w))
-    parsed = dict(zip(whole, parse_texts(whole, progress) if whole else [], strict=True))
-    pieces = [cut(parsed[text], subs) if w else None for (text, subs), w in zip(chunks, want, strict=True)]
-    rest = [s for (_, subs), got in zip(chunks, pieces, strict=True) if got is None for s in subs]
-    alone = iter(parse_texts(rest) if rest else [])
-    analyses = []
-    for (_, subs), got in zip(chunks, pieces, strict=True):
-        analyses += [analyse(d) for d in (got if got is not None else [next(alone) for _ in subs])]
-    return parsed, analyses, [got is not None for got in pieces]
-
-
-def _batches(docs: Sequence[SourceDocument], size: int) -> Iterator[Sequence[SourceDocument]]:
-    """Batches of ``size`` documents, short at both ends: the first an eighth of ``size``, so that the
-    embedding and writing threads get their first work after a short parse; the last ``size``
-    documents in batches halving down to an eighth, so that little is left once the last text is
-    embedded (that batch's entity names and its write, on the writing thread alone)."""
-    least = max(1, size // 8)
-    head = min(len(docs), least)
-    tail = min(len(docs) - head, size)
-    body = len(docs) - head - tail
-    sizes = [head, *[size] * (body // size), body % size]
-    while tail:
-        part = tail // 2 if tail // 2 >= least else tail
-        sizes.append(part)
-        tail -= part
-    start = 0
-    for n in sizes:
-        if n:
-            yield docs[start : start + n]
-            start += n
-
-
-class _Abandoned(Exception):
-    """A batch not written because an earlier one failed (that failure is the one raised)."""
-
-
-def _count(write: Future[IngestReport], report: IngestReport) -> None:
-    """Wait for a batch's write and add what it wrote to ``report``."""
-    try:
-        report.add(write.result())
-    except IngestWriteError as e:
-        if e.report is not None:
-            report.add(e.report)
-        e.report = report  # everything this ingest committed before the failure
-        raise
-
-
-def _usage_delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """What one ingest cost, from the client's running totals (its ledger may be shared)."""
-    out = {}
-    for stage, counts in after.items():
-        delta = {k: v - before.get(stage, {}).get(k, 0) for k, v in counts.items()}
-        if any(delta.values()):
-            out[stage] = delta
-    return out
 
 
 __all__ = [
