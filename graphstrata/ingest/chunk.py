@@ -6,8 +6,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graphstrata.text.tokens import count_tokens, encode, encoder
+
+if TYPE_CHECKING:
+    from graphstrata.ingest.options import IngestOptions
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ def split_subchunks(text: str, splits: int = 3, min_tokens: int = 100) -> list[P
     return [Piece(enc.decode(ids[a:b]), b - a, a) for a, b in spans if b > a]
 
 
-def split_text(text: str, chunking: str, chunk_size: int, chunk_overlap: int) -> list[Piece]:
+def split_text(text: str, options: IngestOptions) -> list[Piece]:
     """A document's chunks as the ingest's options ask: semantic, else fixed token windows."""
-    if chunking == "semantic":
-        return semantic_chunks(text, chunk_size)
-    return token_chunks(text, chunk_size, chunk_overlap)
+    if options.chunking == "semantic":
+        return semantic_chunks(text, options.chunk_size)
+    return token_chunks(text, options.chunk_size, options.chunk_overlap)

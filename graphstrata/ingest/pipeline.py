@@ -276,9 +276,7 @@ class Ingestor:
         texts: list[tuple[str, list[str]]] = []
         with st.stage("chunk", len(todo)) as advance:
             for p in todo:
-                pieces = split_text(
-                    p.doc.text, self.options.chunking, self.options.chunk_size, self.options.chunk_overlap
-                )
+                pieces = split_text(p.doc.text, self.options)
                 # by where the chunker cut, not by searching the text (repeated boilerplate)
                 where = piece_provenance(p.doc.text, p.doc.sections, pieces, self.options.chunking != "semantic")
                 texts += chunk_rows(p, pieces, where, self.options)
