@@ -33,6 +33,9 @@ from graphstrata.llm_local_dist import (
 DEFAULT_PORT = 8079
 #: Context window of the server (tokens); Gemma 3 270M was trained to 32k, 8k keeps memory small.
 DEFAULT_CTX = 8192
+#: The server's cap on a reply's tokens (a request's max_tokens cannot exceed it): a tiny model that
+#: repeats itself is stopped here, and the client reports the cut-off reply.
+DEFAULT_MAX_TOKENS = 1024
 #: What ``OPENAI_API_KEY`` is set to: llama-server is started without a key (loopback only), but the
 #: openai package insists on one.
 API_KEY = "local"
@@ -48,10 +51,16 @@ class LocalLLM:
     port: int = DEFAULT_PORT
     ctx: int = DEFAULT_CTX
     threads: int | None = None
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
     @classmethod
     def from_settings(
-        cls, settings: Settings | None = None, *, port: int | None = None, ctx: int | None = None
+        cls,
+        settings: Settings | None = None,
+        *,
+        port: int | None = None,
+        ctx: int | None = None,
+        max_tokens: int | None = None,
     ) -> LocalLLM:
         s = settings or get_settings()
         env_port = os.environ.get("GRAPHSTRATA_LLM_PORT")
@@ -60,6 +69,7 @@ class LocalLLM:
             Path(s.cache_dir) / "llm",
             port=port or (int(env_port) if env_port else DEFAULT_PORT),
             ctx=ctx or (int(env_ctx) if env_ctx else DEFAULT_CTX),
+            max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         )
 
     @property
@@ -135,6 +145,8 @@ class LocalLLM:
             str(self.port),
             "--ctx-size",
             str(self.ctx),
+            "--n-predict",
+            str(self.max_tokens),
             "--parallel",
             "1",  # one slot: the whole window for each request; graphstrata's requests queue
             "--threads",
@@ -195,6 +207,7 @@ class LocalLLM:
             "pid": self.pid(),
             "base_url": self.base_url,
             "context": self.ctx,
+            "max_tokens": self.max_tokens,
             "answering": running and self.healthy(),
             "cache": str(self.root),
         }

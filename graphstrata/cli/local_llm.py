@@ -43,12 +43,15 @@ def llm_install() -> None:
 def llm_start(
     port: PortOpt = None,
     ctx: Annotated[int | None, typer.Option("--ctx", help="Context window in tokens (default 8192).")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Cap on a reply's tokens (default 1024).")
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the model to answer.")] = 120.0,
 ) -> None:
     """Install (first time) and start the server; prints the variables that point graphstrata at it."""
     from graphstrata.llm_local import LocalLLMError
 
-    server = _server(port, ctx)
+    server = _server(port, ctx, max_tokens)
     try:
         started = server.start(timeout=timeout, log=lambda m: console.print(m, highlight=False))
     except LocalLLMError as e:
