@@ -56,8 +56,7 @@ def cited_ids(text: str, result: RetrievalResult) -> list[str]:
 
 EMPTY_ANSWER = "The model returned an empty answer; the retrieved evidence follows."
 UNCITED = (
-    "The answer cites none of the context passages ([n]): it may not rest on the retrieved evidence, "
-    "which follows."
+    "The answer cites none of the context passages ([n]): it may not rest on the retrieved evidence, which follows."
 )
 
 
