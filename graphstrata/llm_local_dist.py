@@ -96,7 +96,8 @@ def _run(cmd: list[str], log_file: Path, what: str, cwd: Path | None = None) -> 
 
 def _pip_download(specs: list[str], dest: Path, log_file: Path, *, sdist: bool = False) -> None:
     """``pip download`` (the registry's ordinary client, so its index settings and hash checks apply)."""
-    kind = ["--no-binary", ":all:"] if sdist else ["--only-binary", ":all:"]
+    # (not --no-binary :all:, which would also build pip's build requirements, cmake among them, from source)
+    kind = ["--no-binary", LLAMA_CPP_PACKAGE] if sdist else ["--only-binary", ":all:"]
     _run(
         [
             sys.executable,

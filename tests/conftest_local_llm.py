@@ -19,7 +19,7 @@ from graphstrata.llm import LLMClient
 from graphstrata.llm_local import LocalLLM
 
 TEST_PORT = int(os.environ.get("GRAPHSTRATA_TEST_LLM_PORT", "17753"))
-TEST_MAX_TOKENS = 384
+TEST_MAX_TOKENS = 640
 TEST_CTX = 8192
 
 
