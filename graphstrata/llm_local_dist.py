@@ -98,6 +98,16 @@ def _pip_download(specs: list[str], dest: Path, log_file: Path, *, sdist: bool =
     """``pip download`` (the registry's ordinary client, so its index settings and hash checks apply)."""
     # (not --no-binary :all:, which would also build pip's build requirements, cmake among them, from source)
     kind = ["--no-binary", LLAMA_CPP_PACKAGE] if sdist else ["--only-binary", ":all:"]
+    for attempt in (1, 2):  # an index that answered "no versions" once usually answers the next time
+        try:
+            _pip_once(specs, dest, log_file, kind)
+            return
+        except LocalLLMError:
+            if attempt == 2:
+                raise
+
+
+def _pip_once(specs: list[str], dest: Path, log_file: Path, kind: list[str]) -> None:
     _run(
         [
             sys.executable,
