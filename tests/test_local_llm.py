@@ -1,5 +1,5 @@
 """Every LLM path of graphstrata against a real model: `graphstrata llm start`'s llama.cpp server with
-Gemma 3 270M (tests/conftest_local_llm.py starts it through the product's launcher, installing it on
+SmolLM2-135M-Instruct (tests/conftest_local_llm.py starts it through the product's launcher, installing it on
 first use). Inputs are tiny and replies capped, so the whole module costs minutes on 2 cores.
 
 A 270M model is weak: these tests check what the product guarantees whatever the model writes —

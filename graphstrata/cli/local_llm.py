@@ -1,4 +1,4 @@
-"""`graphstrata llm …`: a local OpenAI-compatible model server (llama.cpp + Gemma 3 270M) from PyPI."""
+"""`graphstrata llm …`: a local OpenAI-compatible model server (llama.cpp + SmolLM2-135M-Instruct) from PyPI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 from graphstrata.cli.common import _fail, app, console
 
 llm_app = typer.Typer(
-    help="Run a small local LLM (llama.cpp's server with Gemma 3 270M, from PyPI) on 127.0.0.1.",
+    help="Run a small local LLM (llama.cpp's server with SmolLM2-135M-Instruct, from PyPI) on 127.0.0.1.",
     no_args_is_help=True,
 )
 app.add_typer(llm_app, name="llm")
