@@ -20,10 +20,10 @@ PortOpt = Annotated[
 ]
 
 
-def _server(port: int | None, ctx: int | None = None):
-    from graphstrata.llm_local import LocalLLM
+def _server(port: int | None, ctx: int | None = None, max_tokens: int | None = None):  # noqa: ANN202
+    from graphstrata.llm_local import LocalLLM  # imported late: keeps `--help` fast
 
-    return LocalLLM.from_settings(port=port, ctx=ctx)
+    return LocalLLM.from_settings(port=port, ctx=ctx, max_tokens=max_tokens)
 
 
 @llm_app.command("install")
