@@ -20,7 +20,7 @@ PortOpt = Annotated[
 ]
 
 
-def _server(port: int | None, ctx: int | None = None, max_tokens: int | None = None):  # noqa: ANN202
+def _server(port: int | None, ctx: int | None = None, max_tokens: int | None = None):
     from graphstrata.llm_local import LocalLLM  # imported late: keeps `--help` fast
 
     return LocalLLM.from_settings(port=port, ctx=ctx, max_tokens=max_tokens)
