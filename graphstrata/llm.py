@@ -1,21 +1,15 @@
 """The project's one LLM client: chat completions and embeddings from any OpenAI-compatible endpoint.
 
-Every LLM call of graphstrata (extraction, summaries, answers, remote embeddings) goes through
-:class:`LLMClient`, so retry policy, timeouts, concurrency, cost accounting and caching live in one
-place:
-
-* **retries** — tenacity, exponential backoff with jitter (honouring ``Retry-After``) on 429, 5xx,
-  timeouts and connection errors (:func:`graphstrata.llm_errors.is_retryable`, where the client's
-  errors are defined too); the ``openai`` package's own retries are off (``max_retries=0``).
-* **bounded concurrency** — a semaphore around every HTTP request; :meth:`LLMClient.map` runs many
-  prompts over a thread pool with a progress callback.
-* **accounting** — calls, tokens, cache hits, retries and failures per named stage (:meth:`usage`).
-* **content-addressed cache** (:mod:`graphstrata.llm_cache`) — sha256 of model + messages + params,
-  one JSON file per reply under ``settings.cache_dir / "llm"``, written atomically; re-running an
-  ingest costs no calls.
-* **structured output** — :meth:`chat_json` validates the reply with pydantic, repairs common
-  malformations (:mod:`graphstrata.llm_json`), re-asks with the validation error, and raises
-  :class:`ExtractionFailed` rather than return half data.
+Every LLM call of graphstrata goes through :class:`LLMClient`, so retry policy, timeouts,
+concurrency, cost accounting and caching live in one place: tenacity retries with jittered
+exponential backoff (honouring ``Retry-After``) on 429, 5xx, timeouts and connection errors
+(:mod:`graphstrata.llm_errors`; the ``openai`` package's own retries are off); a semaphore around
+every HTTP request (:meth:`LLMClient.map` runs many prompts over a thread pool); calls, tokens,
+cache hits, retries and failures per named stage (:meth:`usage`); a content-addressed reply cache
+(:mod:`graphstrata.llm_cache`, so re-running an ingest costs no calls); and structured output
+(:meth:`chat_json`: constrained by the endpoint's JSON-schema support where it has one
+(:mod:`graphstrata.llm_structured`), validated with pydantic, repaired (:mod:`graphstrata.llm_json`),
+re-asked with the validation error, :class:`ExtractionFailed` rather than half data).
 """
 
 from __future__ import annotations
@@ -25,7 +19,6 @@ import json
 import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -47,11 +40,19 @@ from graphstrata.llm_errors import (
     retry_after,
 )
 from graphstrata.llm_json import REASK_PROMPT, parse_json_lenient, reask_reason
+from graphstrata.llm_pool import map_threads
+from graphstrata.llm_structured import (
+    TRUNCATED,
+    PromptTooLong,
+    is_context_overflow,
+    prompt_too_long,
+    rejects_response_format,
+    response_format,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
 M = TypeVar("M", bound=BaseModel)
-
 Message = dict[str, Any]
 
 
@@ -94,6 +95,7 @@ class LLMClient:
         max_attempts: int = 6,
         backoff_initial: float = 1.0,
         backoff_max: float = 60.0,
+        json_schema: bool | None = None,
     ) -> None:
         s = settings or get_settings()
         self.base_url = base_url or s.openai_base_url
@@ -107,9 +109,10 @@ class LLMClient:
         self.concurrency = max(1, concurrency or s.llm_concurrency)
         self.cache = ReplyCache(Path(cache_dir) if cache_dir else Path(s.cache_dir) / "llm", enabled=use_cache)
         self.max_attempts = max(1, max_attempts)
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
+        self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self.embed_batch_size = s.embed_batch_size
+        self.json_schema = s.llm_json_schema if json_schema is None else json_schema
+        self._finish = threading.local()  # finish_reason of this thread's last completion
         # Local servers (vLLM, Ollama, llama.cpp) need no key, but the openai package insists on one.
         self._client = openai.OpenAI(
             api_key=api_key or "not-needed", base_url=self.base_url, timeout=self.timeout, max_retries=0
@@ -194,6 +197,8 @@ class LLMClient:
         try:
             return retrying(attempt)
         except openai.APIError as exc:
+            if is_context_overflow(exc):
+                raise prompt_too_long(stage, exc) from exc
             if is_retryable(exc):
                 raise LLMCallFailed(f"{stage}: request failed after {self.max_attempts} attempts: {exc}") from exc
             raise
@@ -203,6 +208,19 @@ class LLMClient:
             raise LLMNotConfigured("no chat model configured (GRAPHSTRATA_CHAT_MODEL)")
         return self.chat_model
 
+    def _complete_json(
+        self, messages: Sequence[Message], stage: str, params: dict[str, Any], fmt: dict[str, Any] | None
+    ) -> str:
+        """A completion constrained to ``fmt`` (a response_format) where the endpoint supports it."""
+        if fmt is not None and self.json_schema:
+            try:
+                return self._complete(messages, stage, {**params, "response_format": fmt})
+            except openai.APIStatusError as exc:
+                if not rejects_response_format(exc):
+                    raise
+                self.json_schema = False  # remembered: this endpoint gets the prompt-only request from now on
+        return self._complete(messages, stage, params)
+
     def _complete(self, messages: Sequence[Message], stage: str, params: dict[str, Any]) -> str:
         """One chat completion through the retry policy (uncached); accounts calls and tokens."""
         model = self._require_chat_model()
@@ -210,6 +228,7 @@ class LLMClient:
             stage, lambda: self._client.chat.completions.create(model=model, messages=messages, **params)
         )
         text = (response.choices[0].message.content if response.choices else None) or ""
+        self._finish.reason = response.choices[0].finish_reason if response.choices else None
         usage = response.usage
         prompt = usage.prompt_tokens if usage else _estimate_tokens(json.dumps(list(messages)))
         completion = usage.completion_tokens if usage else _estimate_tokens(text)
@@ -292,14 +311,16 @@ class LLMClient:
         stage: str = "chat_json",
         *,
         max_reasks: int = 2,
+        json_schema: dict[str, Any] | None = None,
         **params: Any,
     ) -> M:
         """A reply validated as ``schema``: repaired if malformed, re-asked with the error if invalid.
 
         Only validated results are cached (keyed by the original messages and the schema), so a
         re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
-        Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, or when the
-        endpoint stays unreachable.
+        Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, when the endpoint
+        stays unreachable or when the prompt exceeds its context window. The reply is constrained to
+        ``json_schema`` (default: ``schema``'s) through ``response_format`` unless the caller sets one.
         """
         params = self._params(params)
         with self._counting_failures(stage):
@@ -318,13 +339,15 @@ class LLMClient:
                     self._add(stage, cache_hits=1)
                     return value
 
+            constrain = "response_format" not in params
+            fmt = response_format(schema.__name__, json_schema or schema.model_json_schema()) if constrain else None
             conversation = list(messages)
             errors: list[str] = []
             reply: str | None = None
             for _ in range(1 + max(0, max_reasks)):
                 try:
-                    reply = self._complete(conversation, stage, params)
-                except LLMCallFailed as exc:
+                    reply = self._complete_json(conversation, stage, params, fmt)
+                except (LLMCallFailed, PromptTooLong) as exc:
                     raise ExtractionFailed(
                         f"{stage}: endpoint failed: {exc}",
                         stage=stage,
@@ -336,6 +359,8 @@ class LLMClient:
                     value = schema.model_validate(parse_json_lenient(reply))
                 except (ValueError, ValidationError) as exc:  # ValidationError is a ValueError too
                     error = reask_reason(exc)
+                    if getattr(self._finish, "reason", None) == "length":
+                        error = f"{TRUNCATED} ({error})"
                     errors.append(error)
                     conversation = [
                         *messages,
@@ -408,36 +433,11 @@ class LLMClient:
         progress: Callable[[int, int], None] | None = None,
         return_exceptions: bool = False,
     ) -> list[R | BaseException]:
-        """``[fn(item) ...]`` over a pool of ``concurrency`` threads, results in input order.
-
-        ``progress(done, total)`` is called from the calling thread after each item. With
-        ``return_exceptions`` a failing item yields its exception in place of a result, so one bad
-        chunk does not abort a corpus (the caller reports it); otherwise the first error is raised.
-        """
-        items = list(items)
-        results: list[Any] = [None] * len(items)
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm") as pool:
-            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-            try:
-                for done, future in enumerate(as_completed(futures), start=1):
-                    i = futures[future]
-                    try:
-                        results[i] = future.result()
-                    except Exception as exc:
-                        if not return_exceptions:
-                            raise
-                        results[i] = exc
-                    if progress:
-                        progress(done, len(items))
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
-        return results
+        """``[fn(item) ...]`` over ``concurrency`` threads, results in input order (see :func:`map_threads`)."""
+        return map_threads(fn, items, self.concurrency, progress=progress, return_exceptions=return_exceptions)
 
 
-def _estimate_tokens(text: str) -> int:
-    """Rough count (~4 characters a token) for endpoints that report no usage."""
+def _estimate_tokens(text: str) -> int:  # ~4 characters a token, for endpoints that report no usage
     return max(1, len(text) // 4)
 
 

@@ -51,6 +51,8 @@ def parse_json_lenient(text: str) -> Any:
     ``True``/``None``), which ``ast.literal_eval`` evaluates safely. Raises ``ValueError`` if all fail.
     """
     text = (text or "").strip()
+    if not text:
+        raise ValueError("the reply was empty")
     candidates: list[str] = [text]
     fence = _FENCE.search(text)
     if fence:

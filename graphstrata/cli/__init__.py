@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from graphstrata.cli import documents, local_neo4j, questions  # noqa: F401  (they register their commands)
+from graphstrata.cli import documents, local_llm, local_neo4j, questions  # noqa: F401  (they register their commands)
 from graphstrata.cli.common import _fail, app, console
 from graphstrata.cli.documents import print_report
 

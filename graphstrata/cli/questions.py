@@ -85,6 +85,8 @@ def ask(
         if not streamed:
             out.print(result.answer, highlight=False)
         out.print(f"[dim]cited: {', '.join(result.citations) or 'nothing'} · {result.model} · {method}[/]")
+        if result.note:
+            console.print(f"[yellow]warning:[/] {escape(result.note)}", highlight=False, soft_wrap=True)
     else:
         out.print(f"[yellow]{escape(result.note or '')}[/]")
     print_evidence(out, r.items)

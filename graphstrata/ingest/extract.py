@@ -426,11 +426,18 @@ def extract_with_llm(
 ) -> ChunkExtraction:
     """One validated extraction per chunk; raises ``ExtractionFailed`` (never returns half data).
 
-    ``schema`` steers the prompt and bounds the result (:class:`ExtractionSchema`). ``params`` go to
-    the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints that support JSON
+    ``schema`` steers the prompt and bounds the result (:class:`ExtractionSchema`); the reply is
+    constrained to :func:`~graphstrata.ingest.extract_grounding.reply_schema` where the endpoint
+    supports JSON schemas, and grounded in the text (:mod:`graphstrata.ingest.extract_grounding`).
+    ``params`` go to the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints that support JSON
     mode, ``max_tokens``); they are part of the cache key.
     """
-    result = client.chat_json(extraction_messages(chunk_text, schema), ChunkExtraction, stage=stage, **params)
+    from graphstrata.ingest.extract_grounding import ground, reply_schema
+
+    types = (schema or DEFAULT_SCHEMA).entity_types
+    messages = extraction_messages(chunk_text, schema)
+    result = client.chat_json(messages, ChunkExtraction, stage=stage, json_schema=reply_schema(types), **params)
+    result, _dropped = ground(result, chunk_text)  # entities the text does not mention are the model's own
     if schema is not None:
         result = schema.apply(result)
     return result.stamped("llm")
