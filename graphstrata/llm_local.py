@@ -132,7 +132,10 @@ class LocalLLM:
             )
         ensure_installed(self.files, log)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        threads = self.threads or max(1, os.cpu_count() or 1)
+        # One thread by default: llama.cpp's threads meet at a barrier per layer, and on a machine whose
+        # cores are busy (Neo4j, ingest, a test run) a descheduled thread stalls every token — measured
+        # here with a 135M model beside a two-process load: 2 threads 1.6-4 tokens/s, 1 thread 50-90.
+        threads = self.threads or 1
         cmd = [
             str(self.files.server),
             "--model",
@@ -150,6 +153,8 @@ class LocalLLM:
             "--parallel",
             "1",  # one slot: the whole window for each request; graphstrata's requests queue
             "--threads",
+            str(threads),
+            "--threads-batch",
             str(threads),
             "--jinja",  # the chat template the model file carries
             "--no-webui",
