@@ -21,6 +21,7 @@ from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.ingest import pipeline, write
+from graphstrata.ingest.chunk import token_chunks
 from graphstrata.ingest.extract_spacy import extract_with_spacy
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor, IngestReport
 from graphstrata.ingest.user_extractions import UserExtractionError
@@ -318,7 +319,7 @@ def test_core_only_extracts_the_core_chunks(gs: GraphStrata, fake_openai: FakeOp
         ingestor.ingest_documents([pipeline.SourceDocument("long", "long", text)])
     # chunk ids are content hashes: the same document always has the same ones
     doc = pipeline.SourceDocument("long", "long", text)
-    first = hid("chunk", doc.id, 0, pipeline.token_chunks(text, 200, 0)[0].text)
+    first = hid("chunk", doc.id, 0, token_chunks(text, 200, 0)[0].text)
     report = ingestor.ingest_documents([doc], core_chunk_ids={first})
     assert report.chunks > 1 and report.extracted_chunks == 1 and chat_calls(fake_openai) == 1
     rows = gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.extraction_status AS s")

@@ -321,7 +321,7 @@ def test_delete_removes_what_only_that_document_supported(gs: GraphStrata, graph
 def test_delete_undoes_split_chunks_as_they_were_analysed(
     gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphstrata.ingest import pipeline
+    from graphstrata.ingest import flow
     from tests.conftest import wipe
 
     gs.ingest_texts([("pierre", PIERRE)], OPTS)
@@ -340,7 +340,7 @@ def test_delete_undoes_split_chunks_as_they_were_analysed(
     undone()
     # a graph written before sub-chunks were cut from their chunk's parse: they were parsed alone
     # (`subs_cut` absent), and the delete subtracts that analysis, not today's
-    monkeypatch.setattr(pipeline, "cut", lambda doc, pieces: None)
+    monkeypatch.setattr(flow, "cut", lambda doc, pieces: None)
     gs.ingest_texts([("long", LONG)], OPTS)
     monkeypatch.undo()
     graph.write("MATCH (c:Chunk {doc_title: 'long'}) REMOVE c.subs_cut")
@@ -426,11 +426,11 @@ def test_batches_of_any_size_build_the_same_graph_and_embed_each_name_once(
 
 
 def test_batches_are_short_at_both_ends_and_cover_every_document_once() -> None:
-    from graphstrata.ingest.pipeline import _batches
+    from graphstrata.ingest.flow import _counted
 
     def sizes(n: int, size: int) -> list[int]:
         docs = list(range(n))
-        batches = list(_batches(docs, size))
+        batches = list(_counted(docs, size))
         assert [d for b in batches for d in b] == docs  # in order, each once
         return [len(b) for b in batches]
 
@@ -447,11 +447,11 @@ def test_batches_are_short_at_both_ends_and_cover_every_document_once() -> None:
 def test_next_batch_is_parsed_while_the_last_is_written(gs: GraphStrata, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from graphstrata.ingest import pipeline
+    from graphstrata.ingest import flow
 
     parses = []
     second_parse = threading.Event()
-    parse = pipeline.parse_texts
+    parse = flow.parse_texts
 
     def counting(texts, *args, **kwargs):
         parses.append(len(texts))
@@ -464,7 +464,7 @@ def test_next_batch_is_parsed_while_the_last_is_written(gs: GraphStrata, monkeyp
         if name == "set_documents" and not second_parse.is_set() and len(parses) == 1:
             assert second_parse.wait(120), "the second batch was not parsed while the first was written"
 
-    monkeypatch.setattr(pipeline, "parse_texts", counting)
+    monkeypatch.setattr(flow, "parse_texts", counting)
     monkeypatch.setattr(write, "FAULT_HOOK", hook)
     report = gs.ingest_texts(SHARED[:2], OPTS.model_copy(update={"batch_documents": 1}))
     assert report.documents_new == 2 and len(parses) == 2
@@ -473,9 +473,9 @@ def test_next_batch_is_parsed_while_the_last_is_written(gs: GraphStrata, monkeyp
 def test_a_failure_preparing_a_batch_lets_the_write_under_way_end_whole(
     gs: GraphStrata, graph: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphstrata.ingest import pipeline
+    from graphstrata.ingest import flow
 
-    parse, calls = pipeline.parse_texts, []
+    parse, calls = flow.parse_texts, []
 
     def failing(texts, *args, **kwargs):
         calls.append(texts)
@@ -483,7 +483,7 @@ def test_a_failure_preparing_a_batch_lets_the_write_under_way_end_whole(
             raise Boom("the second batch's parse fails")
         return parse(texts, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "parse_texts", failing)
+    monkeypatch.setattr(flow, "parse_texts", failing)
     with pytest.raises(Boom):
         gs.ingest_texts(SHARED[:3], OPTS.model_copy(update={"batch_documents": 1}))
     docs = graph.read("MATCH (d:Document) OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c) RETURN d.title AS t, count(c) AS n")
