@@ -353,4 +353,6 @@ def test_a_stage_a_transient_error_ends_is_run_again(ctx: AugmentContext, monkey
     monkeypatch.setitem(augment.STAGES, "core_chunks", deadlocked_once)
     reports = run(ctx, ["chunk_knn", "core_chunks", "important_entities"])
     assert len(calls) == 2 and [r.stage for r in reports] == ["chunk_knn", "core_chunks", "important_entities"]
+    assert reports[1].notes["transient_retries"] == 1  # counted in the stage's report
+    assert "transient_retries" not in reports[0].notes
     assert ctx.db.read_one("MATCH (c:Chunk) WHERE c.is_core RETURN count(c) AS n")["n"] > 0

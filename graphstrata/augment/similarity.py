@@ -1,5 +1,6 @@
 """Similarity layers: top-k by embedding cosine, exact (graphstrata/algorithms/knn.py) up to
-``knn_exact_max_nodes`` nodes and GDS KNN beyond, and, for KET-RAG's lexical half, a sparse product.
+``knn_exact_max_nodes`` nodes and an inverted file (graphstrata/algorithms/ann.py) or GDS KNN
+beyond, and, for KET-RAG's lexical half, a sparse product.
 
 - `chunk_knn` — KET-RAG §5.1 KNN graph on chunks: each chunk to its top-k chunks by embedding
   cosine (kind 'semantic') and by number of shared keywords (kind 'lexical').
@@ -20,6 +21,7 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import sparse
 
+from graphstrata.algorithms.ann import ivf_knn
 from graphstrata.algorithms.hnsw import base_layer
 from graphstrata.algorithms.knn import exact_knn
 from graphstrata.augment import AugmentContext, StageReport, stage
@@ -36,14 +38,20 @@ KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, 
 
 def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int) -> list[dict]:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score):
-    exact (numpy) up to ``knn_exact_max_nodes`` nodes, GDS KNN beyond."""
+    exact (numpy) up to ``knn_exact_max_nodes`` nodes; beyond, the inverted file of
+    :mod:`graphstrata.algorithms.ann` (near-linear), or GDS KNN with ``knn_approximate="gds"``."""
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
-    if n > ctx.params.knn_exact_max_nodes:
+    p = ctx.params
+    approximate = n > p.knn_exact_max_nodes
+    if approximate and p.knn_approximate == "gds":
         return _pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k))
     ids, vecs = embedded(ctx, labels)
     if len(ids) < 2:
         return []
-    sources, targets, scores = exact_knn(vecs, k)
+    if approximate:
+        sources, targets, scores = ivf_knn(vecs, k, p.ann_cell_size, p.ann_nprobe)
+    else:
+        sources, targets, scores = exact_knn(vecs, k)
     found = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
     return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in found)
 
