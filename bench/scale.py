@@ -23,7 +23,6 @@ import itertools
 import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -163,36 +162,11 @@ def heap_used_mb(gs: GraphStrata) -> float | None:
         return None
 
 
-def cache_mb() -> dict[str, float]:
-    """The per-graph query caches (graphstrata/walkgraph.py read_once) of this process, by name."""
-    from graphstrata import walkgraph
+def cache_mb(gs: GraphStrata) -> dict[str, float]:
+    """The per-graph query caches (graphstrata/walkgraph.py read_once) of this connection, by name."""
+    from graphstrata.walkgraph import cache_bytes
 
-    out: dict[str, float] = {}
-    for caches in list(walkgraph._CACHE.values()):
-        for name, (_, value) in caches.items():
-            out[name] = round(deep_bytes(value) / 2**20, 1)
-    return out
-
-
-def deep_bytes(x: object, seen: set[int] | None = None) -> int:
-    seen = set() if seen is None else seen
-    if id(x) in seen:
-        return 0
-    seen.add(id(x))
-    if isinstance(x, np.ndarray):
-        return x.nbytes + (
-            sum(deep_bytes(v, seen) for v in x.ravel()[:1000]) * x.size // 1000 if x.dtype == object else 0
-        )
-    size = sys.getsizeof(x)
-    if isinstance(x, dict):
-        return size + sum(deep_bytes(k, seen) + deep_bytes(v, seen) for k, v in x.items())
-    if isinstance(x, list | tuple | set | frozenset):
-        return size + sum(deep_bytes(v, seen) for v in x)
-    if hasattr(x, "__dict__"):
-        return size + deep_bytes(vars(x), seen)
-    if hasattr(x, "__slots__"):
-        return size + sum(deep_bytes(getattr(x, s), seen) for s in x.__slots__ if hasattr(x, s))
-    return size
+    return {name: round(b / 2**20, 1) for name, b in cache_bytes(gs.db).items()}
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -238,7 +212,7 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int) -> d
         augment_s = time.perf_counter() - t
         print(f"{n}: augment {augment_s:.0f} s", flush=True)
         answers = ask_all(gs, methods, questions(n_questions))
-        caches = cache_mb()
+        caches = cache_mb(gs)
         heap = heap_used_mb(gs)
         # +1%: new distractors (other seed, other titles), ingested, then augment again
         more = distractors(max(1, n // 100), lengths, seed=SEED + 1, start=n)

@@ -1,12 +1,14 @@
 """DA-RAG retrieval (Zeng et al., WWW '26, §4–5, Algorithm 1, Appendix A/B.3): coarse-to-fine
 embedding-attributed community search (EACS) over the three-layer index.
 
-1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the whole layer — every chunk's attribute
+1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the layer — every chunk's attribute
    (§4.1: the embedding of its title + description) and the ``CHUNK_RELATED`` edges of augment stage
-   ``darag_chunk_edges`` — held in memory per graph version with its truss decomposition. Q-Peel
-   (Algorithm 1) for k = k_min..k_max gives one community per k; the one with the highest QRScore
-   (Eq. 1) is the chunk community H_C. If the layer holds no k-truss, H_C falls back to the
-   ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
+   ``darag_chunk_edges`` — is held in memory per graph version. Q-Peel (Algorithm 1) for
+   k = k_min..k_max runs on the question's search range (the chunks nearest the query and their
+   neighbours, bounded by ``coarse_range``; ``coarse_candidates=None``: all of L_C as the paper),
+   on communities holding a chunk nearest the query (``coarse_anchors``); the one with the highest
+   QRScore (Eq. 1) is the chunk community H_C. If the range holds no such k-truss, H_C falls back to
+   the ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
 2. **Working subgraph** (§4): V_work = the entities linked by ``MENTIONS`` to a chunk of H_C; the
    KG layer L_KG (``RELATED``) and the similarity layer L_S (``SIMILAR {kind: 'semantic'}``, the
    entity KNN of augment stage ``entity_similarity``) induced on V_work — cut from the entity layer,
@@ -31,9 +33,12 @@ whole layer can only be shorter).
 
 Where the paper is silent (each choice is marked "ours" in the parameter descriptions):
 
-* The coarse EACS searches all of L_C, as the paper does; ``coarse_candidates`` = N restricts it to
-  the N chunks nearest the query (ours, for very large layers). A layer with no k-truss has no H_C in
-  the paper; ours falls back to the nearest chunks.
+* The coarse EACS searches the question's range, not all of L_C (so its work is bounded by the
+  question), and H_C must hold a chunk nearest the query (community search's query node); a range
+  with no such k-truss falls back to the nearest chunks. ``coarse_candidates=None, coarse_anchors=0``
+  is the paper's literal whole-layer search.
+* What the reports and H_C's chunks leave of the budget is filled with the next nearest chunks of
+  the range (``fill``): the paper's context is a full budget.
 * §5.1 infers k per query with the LLM for the candidate communities that enter the context; the
   coarse community is an anchor, not context, so its k is chosen by QRScore (Q-Peel's own objective,
   line 12 of Algorithm 1, extended over k; ties go to the larger, more cohesive k) and costs no calls.
