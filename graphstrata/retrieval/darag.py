@@ -160,7 +160,7 @@ class DARAGRetriever(Retriever):
         if not layer.ids:
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
         with t.stage("coarse_eacs"):
-            text_cos = cosine_similarities(layer.text, q)
+            text_cos = layer.text_cosines(q)
             seeds = None if p.coarse_candidates is None else min(p.coarse_candidates, p.coarse_range)
             members, truss = layer.search_range(text_cos, seeds, max(p.coarse_range, seeds or 0))
             attribute = layer.attribute if p.chunk_attribute == "description" else layer.text

@@ -114,6 +114,18 @@ class ChunkLayer:
         """The whole layer's truss index (kept with the layer once made)."""
         return TrussIndex(self.edges)
 
+    @cached_property
+    def text_norms(self) -> np.ndarray:
+        """The norm of every text vector (kept: a question then costs one matrix-vector product)."""
+        return np.linalg.norm(self.text, axis=1)
+
+    def text_cosines(self, q: np.ndarray) -> np.ndarray:
+        """Cosine of every chunk's text vector to ``q`` (float32 product, float64 result; zero
+        vectors score 0), without copying the layer."""
+        dots = (self.text @ np.asarray(q, dtype=np.float32)).astype(np.float64)
+        norms = self.text_norms.astype(np.float64) * float(np.linalg.norm(q))
+        return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
     def nbytes(self) -> int:
         """The layer's arrays in bytes (what :func:`load_chunk_layer` keeps per graph version)."""
         arrays = (self.text, self.attribute, self.described, self.edges, self.nbr_ptr, self.nbr)
