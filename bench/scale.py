@@ -3,6 +3,7 @@ an empty graph, every method asked the dev questions at each size.
 
     python bench/scale.py [--sizes 2000,10000,50000] [--questions 100] [--methods ...]
     python bench/scale.py --approx-check       # approximate vs exact augment on the dev graphs
+    python bench/scale.py --ivf-check          # inverted file vs exact on the last size's vectors
 
 A corpus of n passages: hotpotqa_dev100's 994 passages (its 100 questions stay answerable at every
 size) plus n - 994 synthetic distractors drawn with a fixed seed: lengths sampled from the dev
@@ -334,7 +335,12 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=100, help="dev questions asked per method and size")
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated method names")
     ap.add_argument("--approx-check", action="store_true", help="approximate vs exact augment on the dev graphs")
+    ap.add_argument("--ivf-check", action="store_true", help="inverted file vs exact on the last size's vectors")
     args = ap.parse_args()
+    if args.ivf_check:
+        from scale_approx import ivf_check
+
+        return ivf_check()
     if args.approx_check:
         from scale_approx import main as approx
 
