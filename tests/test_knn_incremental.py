@@ -41,6 +41,18 @@ def test_update_equals_a_full_run(added: int, deleted: int) -> None:
     assert np.allclose(np.sort(got[2]), np.sort(full[2]), atol=1e-5)
 
 
+def test_a_changed_vector_is_seen_and_the_update_equals_a_full_run() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(400, 16)).astype(np.float32)
+    ids = [f"n{i:03d}" for i in range(400)]
+    before = stored_pairs(ids, vectors, 4)
+    vectors[[7, 123]] = rng.normal(size=(2, 16))  # same ids, new texts
+    got = update_knn(ids, vectors, before, 4, max_share=0.2)
+    assert got is not None
+    full = exact_knn(vectors, 4)
+    assert as_set(ids, got[0], got[1]) == as_set(ids, full[0], full[1])
+
+
 def test_too_many_changes_ask_for_a_full_run() -> None:
     rng = np.random.default_rng(1)
     vectors = rng.normal(size=(200, 8)).astype(np.float32)

@@ -5,7 +5,9 @@ A stored layer is the union of every node's top-k list, each pair once. For a no
 pairs all still exist, its own list is the top k of its stored pairs: the list is among them, and
 they are all nodes of the old layer, of which the list is the best k. So after new nodes arrive only
 their rows (new x all) are computed; an old node's list is its own list merged with the new nodes
-that beat its k-th. A node that lost a stored pair (a neighbour deleted) has its row computed again.
+that beat its k-th. A node that lost a stored pair (a neighbour deleted) has its row computed again,
+and so has a node whose vector changed (its stored scores no longer match), which then also counts
+as new for the others' lists.
 Work: (new + changed) x n products instead of n x n. The result is the exact top-k of the whole
 layer (tests/test_knn_incremental.py checks it against a full run); above ``knn_exact_max_nodes``,
 the unchanged nodes keep the lists the inverted file gave them.
@@ -41,10 +43,16 @@ def update_knn(
     changed[b[alive]] = False
     changed[a[~alive & (a >= 0)]] = True  # lost a neighbour: its list may be short
     changed[b[~alive & (b >= 0)]] = True
+    a, b, s = a[alive], b[alive], s[alive]
+    v = unit(vectors)
+    # a node whose vector changed (same id, new text) shows in its stored pairs' scores: both ends are
+    # computed again, and the pair's ends may enter other lists like new nodes
+    moved = np.abs(np.einsum("ij,ij->i", v[a], v[b]) - s) > 1e-4
+    changed[a[moved]] = True
+    changed[b[moved]] = True
     rows = np.flatnonzero(changed)
     if rows.size > max_share * n:
         return None
-    a, b, s = a[alive], b[alive], s[alive]
     # the own lists of unchanged nodes: top k of their stored pairs, most similar first, ties by index
     src, dst, sim = np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([s, s])
     keep = ~changed[src]
@@ -60,9 +68,9 @@ def update_knn(
     full = counts >= k
     kth[full] = sim[last[full]]
     kth[~full & ~changed] = -np.inf  # fewer than k stored: any new node may join
-    v = unit(vectors)
     parts_s, parts_d, parts_v = [src], [dst], [sim]
-    new_rows = set(np.flatnonzero(changed & (np.bincount(np.concatenate([a, b]), minlength=n) == 0)).tolist())
+    paired = np.bincount(np.concatenate([a[~moved], b[~moved]]), minlength=n) > 0
+    new_rows = set(np.flatnonzero(changed & ~paired).tolist()) | set(np.concatenate([a[moved], b[moved]]).tolist())
     for start in range(0, rows.size, 1024):
         block = rows[start : start + 1024]
         m = v[block] @ v.T
