@@ -91,6 +91,14 @@ class Settings(BaseSettings):
         description="Keep every computed vector in `cache_dir/vectors` (SQLite, per model) so no text is "
         "embedded twice across runs.",
     )
+    query_cache_mb: int | None = Field(
+        None,
+        ge=1,
+        validation_alias=AliasChoices("GRAPHSTRATA_QUERY_CACHE_MB"),
+        description="Bound on the in-memory copies of the graph retrieval keeps per connection (walk graphs, "
+        "DA-RAG's layers; docs/scaling.md): older ones are dropped to make room, one larger than the bound is "
+        "read per question instead of kept. None: no bound.",
+    )
     openai_api_key: str | None = Field(None, validation_alias=AliasChoices("OPENAI_API_KEY"))
     openai_base_url: str | None = Field(None, validation_alias=AliasChoices("OPENAI_BASE_URL"))
     chat_model: str | None = Field(

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphstrata.algorithms.ppr import personalized_pagerank, transition_matrix
+from graphstrata.cache_memory import deep_bytes
 from graphstrata.cypher import query
 from graphstrata.db import Database
 
@@ -125,20 +126,53 @@ def graph_version(db: Database) -> Any:
 # questions wait for one read
 _CACHE: weakref.WeakKeyDictionary[Database, dict[str, tuple[Any, Any]]] = weakref.WeakKeyDictionary()
 _LOCKS: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+# (database connection, name) -> the estimated bytes of the value kept (with a bound set)
+_BYTES: weakref.WeakKeyDictionary[Database, dict[str, int]] = weakref.WeakKeyDictionary()
 
 
 def read_once(db: Database, name: str, version: Any, load: Callable[[], T]) -> tuple[T, bool]:
     """What ``load()`` reads from the store, kept per connection under ``name`` while the graph's
     ``version`` holds (the one place query-time in-memory copies of the graph are cached), and
     whether it was already there. ``version`` must be read before ``load`` runs: a write during the
-    read then makes the next question read again."""
+    read then makes the next question read again.
+
+    Memory: with ``GRAPHSTRATA_QUERY_CACHE_MB`` set, the values kept for one connection stay under
+    it: older values are dropped to make room, and a value larger than the whole bound is not kept
+    (each question then reads it again: slower, never more memory)."""
     with _LOCKS[name]:
         have = _CACHE.get(db, {}).get(name)
         if have is not None and have[0] == version:
             return have[1], True
         value = load()
-        _CACHE.setdefault(db, {})[name] = (version, value)
+        limit = _limit_bytes()
+        cache, sizes = _CACHE.setdefault(db, {}), _BYTES.setdefault(db, {})
+        cache.pop(name, None)
+        sizes.pop(name, None)
+        if limit is None:
+            cache[name] = (version, value)
+            return value, False
+        size = deep_bytes(value)
+        if size > limit:
+            return value, False
+        for other in list(cache):  # oldest first: a dict keeps insertion order
+            if sum(sizes.values()) + size <= limit:
+                break
+            cache.pop(other, None)
+            sizes.pop(other, None)
+        cache[name], sizes[name] = (version, value), size
         return value, False
+
+
+def cache_bytes(db: Database) -> dict[str, int]:
+    """The estimated bytes of each value cached for ``db`` (measured now; bench/scale.py)."""
+    return {name: deep_bytes(value) for name, (_, value) in list(_CACHE.get(db, {}).items())}
+
+
+def _limit_bytes() -> int | None:
+    from graphstrata.config import get_settings
+
+    mb = get_settings().query_cache_mb
+    return None if mb is None else mb * 2**20
 
 
 def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph, bool]:

@@ -39,10 +39,12 @@ def counts(db: Database) -> dict:
     return labels | rels
 
 
-@pytest.mark.parametrize("exact_up_to", [20_000, 0], ids=["exact", "gds-knn"])
-def test_chunk_knn_matches_brute_force(ctx: AugmentContext, exact_up_to: int) -> None:
-    # both ways to the layer: exact top-k in numpy, and GDS KNN (what larger graphs get)
-    ctx.params = ctx.params.model_copy(update={"knn_exact_max_nodes": exact_up_to})
+@pytest.mark.parametrize(
+    ("exact_up_to", "approximate"), [(20_000, "ivf"), (0, "ivf"), (0, "gds")], ids=["exact", "ivf", "gds-knn"]
+)
+def test_chunk_knn_matches_brute_force(ctx: AugmentContext, exact_up_to: int, approximate: str) -> None:
+    # every way to the layer: exact top-k in numpy, the inverted file and GDS KNN (larger graphs)
+    ctx.params = ctx.params.model_copy(update={"knn_exact_max_nodes": exact_up_to, "knn_approximate": approximate})
     run(ctx, ["chunk_knn"])
     db = ctx.db
     chunks = db.read("MATCH (c:Chunk) RETURN c.id AS id, c.embedding AS e ORDER BY id")
@@ -353,4 +355,35 @@ def test_a_stage_a_transient_error_ends_is_run_again(ctx: AugmentContext, monkey
     monkeypatch.setitem(augment.STAGES, "core_chunks", deadlocked_once)
     reports = run(ctx, ["chunk_knn", "core_chunks", "important_entities"])
     assert len(calls) == 2 and [r.stage for r in reports] == ["chunk_knn", "core_chunks", "important_entities"]
+    assert reports[1].notes["transient_retries"] == 1  # counted in the stage's report
+    assert "transient_retries" not in reports[0].notes
     assert ctx.db.read_one("MATCH (c:Chunk) WHERE c.is_core RETURN count(c) AS n")["n"] > 0
+
+
+def test_similarity_layers_after_a_small_ingest_are_updated_in_place(ctx: AugmentContext) -> None:
+    """Incremental augment: after one more document, entity_similarity and semantic_edges update their
+    stored layers from the new nodes' rows, and the layers equal those of a full run."""
+
+    def layers() -> tuple[set, set]:
+        similar = ctx.db.read("MATCH (a:Entity)-[r:SIMILAR {kind: 'semantic'}]->(b) RETURN a.id AS a, b.id AS b")
+        semantic = ctx.db.read("MATCH (a)-[r:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b")
+        return {(r["a"], r["b"]) for r in similar}, {(r["a"], r["b"]) for r in semantic}
+
+    stages = ["entity_similarity", "important_entities", "communities", "semantic_matching", "semantic_edges"]
+    first = {r.stage: r for r in run(ctx, stages)}
+    assert first["entity_similarity"].notes["path"] == "exact"
+    GraphStrata(ctx.settings, db=ctx.db).ingest_texts(
+        [("Nile", "The Nile flows through Cairo. Cairo is the capital of Egypt.")], IngestOptions(extractor="spacy")
+    )
+    ctx.params = ctx.params.model_copy(update={"knn_incremental_max_share": 0.5})
+    again = {r.stage: r for r in run(ctx, stages)}
+    assert again["entity_similarity"].notes["path"] == "incremental"
+    updated = layers()
+    nile = (
+        "MATCH (e:Entity)-[:SIMILAR {kind: 'semantic'}]-() WHERE toLower(e.name) CONTAINS 'nile' RETURN count(*) AS n"
+    )
+    assert ctx.db.read_one(nile)["n"] > 0  # the new entity is in the layer
+    ctx.params = ctx.params.model_copy(update={"knn_incremental": False})
+    full = {r.stage: r for r in run(ctx, stages)}
+    assert full["entity_similarity"].notes["path"] == "exact"
+    assert layers() == updated

@@ -169,8 +169,19 @@ def hand_graph(graph: Database) -> Database:
     return graph
 
 
-def retriever(db: Database, settings: Settings) -> DARAGRetriever:
-    return DARAGRetriever(db, QueryEmbedder(), settings)  # type: ignore[arg-type]
+#: the paper's literal coarse search (all of L_C, any community, no filling), which the hand
+#: computations above follow; the defaults' bounded, anchored search has tests of its own
+PAPER = {"coarse_candidates": None, "coarse_anchors": 0, "fill": False}
+
+
+class PaperDARAG(DARAGRetriever):
+    def retrieve(self, question: str, **params: Any) -> Any:
+        return super().retrieve(question, **(PAPER | params))
+
+
+def retriever(db: Database, settings: Settings, paper: bool = True) -> DARAGRetriever:
+    cls = PaperDARAG if paper else DARAGRetriever
+    return cls(db, QueryEmbedder(), settings)  # type: ignore[arg-type]
 
 
 def communities(notes: dict, layer: str) -> dict[int, dict]:
@@ -298,6 +309,66 @@ def test_coarse_fallback_when_the_chunk_layer_has_no_truss(hand_graph: Database,
     kg3 = next(i for i in r.items if i.label == "EACSCommunity")
     assert kg3.chunk_ids == ["a1", "a2"]  # the KG community {p1, p2, p3}: p1, p2 in a1, p3 in a2
     assert r.chunk_ids() == ["z", "a1", "a2"]
+
+
+def test_default_coarse_community_holds_a_chunk_nearest_the_query(
+    hand_graph: Database, neo4j_settings: Settings
+) -> None:
+    """The default search: H_C must hold one of the 5 chunks nearest the query (z, a1, a2, a3, a4), so
+    the K5 B (k=5, about something else) is no candidate; the budget H_C and the reports leave is
+    filled with the nearest other chunks, z first."""
+    r = retriever(hand_graph, neo4j_settings, paper=False).retrieve("q", use_llm=False, budget=300)
+    n = r.notes
+    assert n["coarse"]["anchors"] == ["z", "a1", "a2", "a3", "a4"]
+    assert sorted(communities(n, "chunk")) == [3, 4]  # B's k=5 community holds no anchor
+    assert n["coarse"]["chunks"] == ["a1", "a2", "a3"] and not n["coarse"]["fallback"]
+    fill = [i.node_id for i in r.items if i.why.startswith("fills")]
+    assert fill[:2] == ["z", "a4"] and n["filled"] == len(fill)
+    assert set(r.chunk_ids()) == set(CHUNKS) or r.tokens > 0.9 * 300  # the budget is used (or every chunk)
+
+
+def test_sparse_layer_whose_only_truss_is_off_topic(hand_graph: Database, neo4j_settings: Settings) -> None:
+    """A sparse layer: the only k-truss left is B, far from the query. The paper's literal search
+    makes B (QRScore 0.48) the coarse community; the anchored default falls back to the chunks
+    nearest the query, and the context holds them."""
+    hand_graph.write("MATCH (a:Chunk)-[r:CHUNK_RELATED]-(b:Chunk) WHERE a.id STARTS WITH 'a' DELETE r")
+    paper = retriever(hand_graph, neo4j_settings).retrieve("q", use_llm=False)
+    assert set(paper.notes["coarse"]["chunks"]) <= {"b1", "b2", "b3", "b4", "b5"}  # off topic
+    r = retriever(hand_graph, neo4j_settings, paper=False).retrieve("q", use_llm=False, chunk_k=3)
+    assert r.notes["coarse"]["fallback"] is True and "nearest the query" in r.notes["coarse"]["reason"]
+    assert r.notes["coarse"]["chunks"] == ["z", "a1", "a2"]
+    assert r.chunk_ids()[:3] == ["z", "a1", "a2"]
+
+
+def test_search_range_is_the_seeds_and_their_neighbours() -> None:
+    """The bounded coarse range on a 3,000-chunk random layer: the seeds (nearest chunks) and their
+    neighbours, at most ``limit`` (nearest kept), and the truss numbers of the layer induced on them,
+    checked against networkx."""
+    from graphstrata.retrieval.darag_layers import ChunkLayer
+
+    rng = np.random.default_rng(7)
+    n = 3000
+    text = rng.normal(size=(n, 8)).astype(np.float32)
+    g = nx.gnm_random_graph(n, 30_000, seed=7)
+    pairs = np.array(sorted((min(a, b), max(a, b)) for a, b in g.edges()), dtype=np.int64)
+    both = np.concatenate([pairs, pairs[:, ::-1]])
+    both = both[np.lexsort((both[:, 1], both[:, 0]))]
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(both[:, 0], minlength=n))])
+    layer = ChunkLayer([f"c{i}" for i in range(n)], text, text, np.zeros(n, bool), [None] * n, pairs, ptr, both[:, 1])
+    cos = rng.uniform(size=n)
+    seeds = np.argsort(-cos)[:20]
+    around = set(seeds.tolist()) | {j for i in seeds.tolist() for j in g.neighbors(i)}
+    members, truss = layer.search_range(cos, 20, 10_000)
+    assert set(members.tolist()) == around
+    sub = g.subgraph(around)
+    local = {v: i for i, v in enumerate(members.tolist())}
+    assert sorted(map(tuple, truss.edges.tolist())) == sorted(
+        tuple(sorted((local[a], local[b]))) for a, b in sub.edges()
+    )
+    members, _ = layer.search_range(cos, 20, 100)
+    assert members.size == 100 and set(seeds.tolist()) <= set(members.tolist())
+    assert set(members.tolist()) == set(seeds.tolist()) | set(sorted(around, key=lambda i: -cos[i])[:100])
+    assert layer.search_range(cos, None, 5)[0].size == n  # None: the whole layer, as the paper
 
 
 def test_empty_graph(graph: Database, neo4j_settings: Settings) -> None:
@@ -492,7 +563,8 @@ def test_real_corpus_communities_are_valid(corpus: Any, question: str) -> None:
         assert_valid_community(c)
     hc = set(n["coarse"]["chunks"])
     for item in r.items:
-        assert set(item.chunk_ids) <= hc  # every context item maps back to chunks of H_C
+        if not item.why.startswith("fills"):
+            assert set(item.chunk_ids) <= hc  # every context item but the filling maps back to chunks of H_C
     if not n["coarse"]["fallback"]:
         assert any(c["layer"] == "chunk" and c["selected"] and set(c["nodes"]) == hc for c in n["communities"])
 
@@ -512,7 +584,7 @@ def test_coarse_eacs_searches_the_whole_chunk_layer(corpus: Any) -> None:
     )
     assert len(ids) > 50  # more than the old 50-chunk search range
     for question in QUESTIONS:
-        r = corpus.retrieve(question, "darag", chunk_attribute="text", budget=2000)
+        r = corpus.retrieve(question, "darag", chunk_attribute="text", budget=2000, **PAPER)
         coarse = r.notes["coarse"]
         assert coarse["candidates"] == len(ids)
         q = np.asarray(corpus.embedder.embed([question])[0], dtype=np.float64)

@@ -46,7 +46,7 @@ def augmented(db: Database, neo4j_settings: Settings) -> GraphStrata:
 
     gs = GraphStrata(neo4j_settings, db=fresh_graph(db), embedder=get_embedder())
     gs.ingest_texts(DOCS)
-    gs.augment(knn_exact_max_nodes=0)  # every similarity layer through GDS KNN, as larger graphs get them
+    gs.augment(knn_exact_max_nodes=0, knn_approximate="gds")  # every similarity layer through GDS KNN
     return gs
 
 
@@ -76,7 +76,9 @@ def test_a_projection_above_the_memory_limit_is_refused_before_it_is_built(augme
     # in augment, before the stage writes anything, with the stage named
     similar = augmented.db.read_one("MATCH ()-[s:SIMILAR]->() RETURN count(s) AS n")["n"]
     with pytest.raises(ProjectionTooLarge, match=r"^augment stage chunk_knn: the GDS projection 'gs_chunk_knn'"):
-        GraphStrata(tight, db=augmented.db, embedder=augmented.embedder).augment(["chunk_knn"], knn_exact_max_nodes=0)
+        GraphStrata(tight, db=augmented.db, embedder=augmented.embedder).augment(
+            ["chunk_knn"], knn_exact_max_nodes=0, knn_approximate="gds"
+        )
     assert augmented.db.read_one("MATCH ()-[s:SIMILAR]->() RETURN count(s) AS n")["n"] == similar
 
 
@@ -245,7 +247,8 @@ def test_augment_on_aura_sessions_projects_remotely_and_writes_what_the_plugin_w
     settings = aura_settings(neo4j_settings)
     with Database.from_settings(settings) as db:
         gs = GraphStrata(settings, db=db, embedder=augmented.embedder)
-        gs.augment(knn_exact_max_nodes=0)
+        # every layer computed again in the session (not updated in place from the plugin's)
+        gs.augment(knn_exact_max_nodes=0, knn_approximate="gds", knn_incremental=False)
         by_session = layers(db)
         assert GDS(db, settings).remote
         with pytest.raises(RetrievalError, match="graph_filter='gds' runs GDS at query time"):

@@ -77,6 +77,7 @@ def eacs(
     q: npt.ArrayLike,
     ks: range | list[int],
     cos: npt.NDArray[np.float64] | None = None,
+    anchors: npt.ArrayLike | None = None,
 ) -> tuple[list[Community], int]:
     """Q-Peel (Algorithm 1) for every k of ``ks`` on ``graph`` (an edge list of local node ids
     indexing the rows of ``embeddings``, or its :class:`TrussIndex`): the best community per k,
@@ -91,23 +92,35 @@ def eacs(
     least k nodes, so its QRScore is at most the mean of the component's k highest cosines. The
     components are peeled in the order of that bound, so on a large graph most are never peeled
     (the result is the same as peeling them all). ``cos``: the cosine of every row of ``embeddings``
-    to ``q``, when the caller already has them."""
+    to ``q``, when the caller already has them. ``anchors``: rows of which a community must hold at
+    least one (the query nodes of community search; a component or peeled community without one is
+    not a candidate); None: any community."""
     index = graph if isinstance(graph, TrussIndex) else TrussIndex(graph)
     if index.top == 0:
         return [], 0
     cos = cosine_similarities(embeddings, q) if cos is None else cos
+    anchor_rows = np.asarray(anchors if anchors is not None else [], dtype=np.int64)
     out = []
     for k in sorted(ks):
         if k > index.top:
             break
-        bounds = top_means(cos, *index.members(k), k)
+        nodes, ptr = index.members(k)
+        bounds = top_means(cos, nodes, ptr, k)
+        if anchors is not None:  # a component without an anchor cannot hold an anchored community
+            inside = np.isin(nodes, anchor_rows).astype(np.int64)
+            held = np.add.reduceat(inside, ptr[:-1]) if nodes.size else np.zeros(0, np.int64)
+            bounds = np.where(held > 0, bounds, -np.inf)
         best: Community | None = None
         best_at = -1
         for i in np.lexsort((np.arange(bounds.size), -bounds)).tolist():
             # the bound is summed in another order than QRScore: it must fall clearly below to prune
             if best is not None and bounds[i] < best.qrscore - BOUND_SLACK:
                 break  # the bounds only fall from here: no later component can win either
+            if bounds[i] == -np.inf:
+                break  # only components without an anchor are left
             community = q_peel_component(index.peel_start(k, i), embeddings, q, k, cos)
+            if anchors is not None and not np.isin(community.nodes, anchor_rows).any():
+                continue  # the peel let the anchors go: not a community of this question
             if best is None or (community.qrscore, -i) > (best.qrscore, -best_at):
                 best, best_at = community, i
         if best is not None:

@@ -178,5 +178,7 @@ def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
                     raise
                 continue
         report.seconds = round(time.perf_counter() - t, 3)
+        if attempt > 1:  # counted: a retry by design (module docstring of NODERAG_LANE), never silent
+            report.notes["transient_retries"] = attempt - 1
         return report
     raise AssertionError("unreachable")

@@ -30,9 +30,24 @@ class AugmentParams(BaseModel):
     knn_exact_max_nodes: int = Field(
         20_000,
         ge=0,
-        description="chunk_knn, entity_similarity, semantic_edges: exact top-k (numpy) up to this many nodes, "
-        "GDS KNN's NN-descent beyond",
+        description="chunk_knn, entity_similarity, semantic_edges, entity_synonyms: exact (numpy) up to this many "
+        "nodes, approximate (`knn_approximate`) beyond",
     )
+    knn_approximate: Literal["ivf", "gds"] = Field(
+        "ivf",
+        description="the approximate search beyond knn_exact_max_nodes: `ivf` an inverted file in numpy "
+        "(graphstrata/algorithms/ann.py; near-linear) or `gds` GDS KNN's NN-descent (top-k stages only)",
+    )
+    knn_incremental: bool = Field(
+        True,
+        description="chunk_knn, entity_similarity, semantic_edges: after a small ingest update the stored top-k "
+        "layer in place (new and changed nodes' rows only; the same layer as a full run)",
+    )
+    knn_incremental_max_share: float = Field(
+        0.1, gt=0, le=1, description="knn_incremental: a full run when more than this share of the nodes changed"
+    )
+    ann_cell_size: int = Field(256, ge=16, description="ivf: vectors per cell")
+    ann_nprobe: int = Field(16, ge=1, description="ivf: cells each vector is compared with")
     betweenness_samples: int | None = Field(
         10, ge=1, description="important_entities: NodeRAG Algorithm 1, sampled betweenness (k = 10; None: exact)"
     )

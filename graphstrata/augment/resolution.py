@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphstrata.algorithms.synonyms import Named, embedding_links, merge_links, string_links
+from graphstrata.algorithms.synonyms import Named, embedding_links, ivf_links, merge_links, string_links
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.text.names import normalize_name
@@ -19,9 +19,13 @@ def entity_synonyms(ctx: AugmentContext) -> StageReport:
     ents = [Named(*r[:4]) for r in rows]
     embedded = [(e, r[4]) for e, r in zip(ents, rows, strict=True) if r[4] is not None]
     vectors = np.array([v for _, v in embedded], dtype=np.float32) if embedded else np.zeros((0, 1), np.float32)
-    links = merge_links(
-        string_links(ents, normalize_name), embedding_links([e for e, _ in embedded], vectors, threshold)
-    )
+    p = ctx.params
+    named = [e for e, _ in embedded]
+    if len(named) > p.knn_exact_max_nodes:  # near-linear: the pairs the inverted file's probed cells hold
+        close = ivf_links(named, vectors, threshold, p.ann_cell_size, p.ann_nprobe)
+    else:
+        close = embedding_links(named, vectors, threshold)
+    links = merge_links(string_links(ents, normalize_name), close)
     ctx.db.auto(query("augment.delete_synonyms"))
     ctx.db.write_batches(query("augment.write_synonyms"), links)
     by_rule: dict[str, int] = {}
@@ -31,5 +35,5 @@ def entity_synonyms(ctx: AugmentContext) -> StageReport:
     return StageReport(
         stage="entity_synonyms",
         counts={"entities": len(ents), "links": len(links), **by_rule},
-        notes={"threshold": threshold},
+        notes={"threshold": threshold, "approximate": len(named) > p.knn_exact_max_nodes},
     )

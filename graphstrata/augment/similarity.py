@@ -1,5 +1,6 @@
 """Similarity layers: top-k by embedding cosine, exact (graphstrata/algorithms/knn.py) up to
-``knn_exact_max_nodes`` nodes and GDS KNN beyond, and, for KET-RAG's lexical half, a sparse product.
+``knn_exact_max_nodes`` nodes and an inverted file (graphstrata/algorithms/ann.py) or GDS KNN
+beyond, and, for KET-RAG's lexical half, a sparse product.
 
 - `chunk_knn` — KET-RAG §5.1 KNN graph on chunks: each chunk to its top-k chunks by embedding
   cosine (kind 'semantic') and by number of shared keywords (kind 'lexical').
@@ -20,9 +21,11 @@ from collections.abc import Iterable
 import numpy as np
 from scipy import sparse
 
+from graphstrata.algorithms.ann import ivf_knn
 from graphstrata.algorithms.hnsw import base_layer
 from graphstrata.algorithms.knn import exact_knn
 from graphstrata.augment import AugmentContext, StageReport, stage
+from graphstrata.augment.knn_incremental import update_knn
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
 
@@ -34,18 +37,43 @@ HNSW_M, HNSW_EF = 5, 200
 KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, "random_joins": 20, "random_seed": 42}
 
 
-def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int) -> list[dict]:
+def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: str, **params: str) -> list[dict]:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score):
-    exact (numpy) up to ``knn_exact_max_nodes`` nodes, GDS KNN beyond."""
+    exact (numpy) up to ``knn_exact_max_nodes`` nodes; beyond, the inverted file of
+    :mod:`graphstrata.algorithms.ann` (near-linear), or GDS KNN with ``knn_approximate="gds"``.
+    After a small ingest, a layer last built by this function with the same k is updated in place
+    (:mod:`graphstrata.augment.knn_incremental`): ``stored`` names the query of its stored pairs
+    (``augment.<stored>_pairs`` with `params`). ``PATHS[name]`` says which path ran."""
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
-    if n > ctx.params.knn_exact_max_nodes:
+    p = ctx.params
+    approximate = n > p.knn_exact_max_nodes
+    if approximate and p.knn_approximate == "gds":
+        _set_state(ctx, name, "gds")
         return _pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k))
     ids, vecs = embedded(ctx, labels)
     if len(ids) < 2:
         return []
-    sources, targets, scores = exact_knn(vecs, k)
-    found = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
-    return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in found)
+    found = None
+    prior = ctx.db.read_one(query("augment.layer_state"), layer=name)
+    if p.knn_incremental and prior is not None and prior["state"] == f"knn:{k}":
+        have = ctx.db.read_rows(query(f"augment.{stored}_pairs"), ["a", "b", "score"], **params)
+        found = update_knn(ids, vecs, have, k, p.knn_incremental_max_share)
+    path = "incremental" if found is not None else "approximate" if approximate else "exact"
+    if found is None:
+        found = ivf_knn(vecs, k, p.ann_cell_size, p.ann_nprobe) if approximate else exact_knn(vecs, k)
+    _set_state(ctx, name, f"knn:{k}", path)
+    sources, targets, scores = found
+    rows = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
+    return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in rows)
+
+
+def _set_state(ctx: AugmentContext, name: str, state: str, path: str | None = None) -> None:
+    ctx.db.write(query("augment.set_layer_state"), layer=name, state=state)
+    PATHS[name] = path or state
+
+
+#: the path each layer's last build took (exact, approximate, incremental, gds): the stage reports it
+PATHS: dict[str, str] = {}
 
 
 def embedded(ctx: AugmentContext, labels: list[str]) -> tuple[list[str], np.ndarray]:
@@ -129,7 +157,7 @@ def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: s
 @stage("chunk_knn", order=10)
 def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
-    semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k)
+    semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k, "similar", label="Chunk", kind="semantic")
     lexical = lexical_rows(ctx.db.read_rows(query("augment.chunk_keywords"), ["chunk", "keyword"]), k)
     changed = replace_similar(ctx, "Chunk", "semantic", semantic)
     changed_lexical = replace_similar(ctx, "Chunk", "lexical", lexical)
@@ -141,16 +169,20 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
             "written": changed["written"] + changed_lexical["written"],
             "deleted": changed["deleted"] + changed_lexical["deleted"],
         },
-        notes={"k": k},
+        notes={"k": k, "path": PATHS.get("chunk_knn")},
     )
 
 
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
-    rows = knn_rows(ctx, "entity_knn", ["Entity"], k)
+    rows = knn_rows(ctx, "entity_knn", ["Entity"], k, "similar", label="Entity", kind="semantic")
     changed = replace_similar(ctx, "Entity", "semantic", rows)
-    return StageReport(stage="entity_similarity", counts={"edges": len(rows), **changed}, notes={"k_neighbor": k})
+    return StageReport(
+        stage="entity_similarity",
+        counts={"edges": len(rows), **changed},
+        notes={"k_neighbor": k, "path": PATHS.get("entity_knn")},
+    )
 
 
 @stage("semantic_edges", order=55)
@@ -164,11 +196,14 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
     if not present:
         rows = []
     elif graph == "hnsw":
+        _set_state(ctx, "semantic_knn", "hnsw")  # not a top-k layer: the next knn run is a full one
         rows = hnsw_rows(ctx, present)
     else:
-        rows = knn_rows(ctx, "semantic_knn", present, k)
+        rows = knn_rows(ctx, "semantic_knn", present, k, "semantic_edges")
     changed = replace_edges(ctx, rows, "semantic_edges")
-    notes = {"graph": graph, "labels": present} | ({"k": k} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF})
+    notes = {"graph": graph, "labels": present} | (
+        {"k": k, "path": PATHS.get("semantic_knn")} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF}
+    )
     return StageReport(stage="semantic_edges", counts={"edges": len(rows), **changed}, notes=notes)
 
 

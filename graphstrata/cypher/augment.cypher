@@ -246,3 +246,13 @@ SET e.description_embedding = row.embedding, e.description_key = row.key;
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 REMOVE e.description_embedding, e.description_key;
+
+// name: layer_state
+// How a similarity layer was last built (graphstrata/augment/knn_incremental.py): e.g. "exact:5", so an
+// augment after a small ingest may update it in place only if it was built with the same k.
+MATCH (m:GraphStrata {id: 'meta'})
+RETURN m['layer_' + $layer] AS state;
+
+// name: set_layer_state
+MERGE (m:GraphStrata {id: 'meta'})
+SET m['layer_' + $layer] = $state;

@@ -1,12 +1,14 @@
 """DA-RAG retrieval (Zeng et al., WWW '26, §4–5, Algorithm 1, Appendix A/B.3): coarse-to-fine
 embedding-attributed community search (EACS) over the three-layer index.
 
-1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the whole layer — every chunk's attribute
+1. **Coarse EACS** on the Semantic Chunk Layer L_C (§4): the layer — every chunk's attribute
    (§4.1: the embedding of its title + description) and the ``CHUNK_RELATED`` edges of augment stage
-   ``darag_chunk_edges`` — held in memory per graph version with its truss decomposition. Q-Peel
-   (Algorithm 1) for k = k_min..k_max gives one community per k; the one with the highest QRScore
-   (Eq. 1) is the chunk community H_C. If the layer holds no k-truss, H_C falls back to the
-   ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
+   ``darag_chunk_edges`` — is held in memory per graph version. Q-Peel (Algorithm 1) for
+   k = k_min..k_max runs on the question's search range (the chunks nearest the query and their
+   neighbours, bounded by ``coarse_range``; ``coarse_candidates=None``: all of L_C as the paper),
+   on communities holding a chunk nearest the query (``coarse_anchors``); the one with the highest
+   QRScore (Eq. 1) is the chunk community H_C. If the range holds no such k-truss, H_C falls back to
+   the ``chunk_k`` chunks most similar to the query (``notes["coarse"]["fallback"]``).
 2. **Working subgraph** (§4): V_work = the entities linked by ``MENTIONS`` to a chunk of H_C; the
    KG layer L_KG (``RELATED``) and the similarity layer L_S (``SIMILAR {kind: 'semantic'}``, the
    entity KNN of augment stage ``entity_similarity``) induced on V_work — cut from the entity layer,
@@ -31,9 +33,12 @@ whole layer can only be shorter).
 
 Where the paper is silent (each choice is marked "ours" in the parameter descriptions):
 
-* The coarse EACS searches all of L_C, as the paper does; ``coarse_candidates`` = N restricts it to
-  the N chunks nearest the query (ours, for very large layers). A layer with no k-truss has no H_C in
-  the paper; ours falls back to the nearest chunks.
+* The coarse EACS searches the question's range, not all of L_C (so its work is bounded by the
+  question), and H_C must hold a chunk nearest the query (community search's query node); a range
+  with no such k-truss falls back to the nearest chunks. ``coarse_candidates=None, coarse_anchors=0``
+  is the paper's literal whole-layer search.
+* What the reports and H_C's chunks leave of the budget is filled with the next nearest chunks of
+  the range (``fill``): the paper's context is a full budget.
 * §5.1 infers k per query with the LLM for the candidate communities that enter the context; the
   coarse community is an anchor, not context, so its k is chosen by QRScore (Q-Peel's own objective,
   line 12 of Algorithm 1, extended over k; ties go to the larger, more cohesive k) and costs no calls.
@@ -49,21 +54,19 @@ Where the paper is silent (each choice is marked "ours" in the parameter descrip
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from graphstrata.algorithms.eacs import eacs, greedy_pack
 from graphstrata.algorithms.qpeel import cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
-    TOP_K,
     ContextItem,
     Retrieved,
     Retriever,
-    RetrieverParams,
     Subgraph,
     Timer,
     register,
@@ -74,7 +77,6 @@ from graphstrata.retrieval.darag_layers import (
     Candidate,
     ChunkLayer,
     EntityLayer,
-    Layer,
     LayerGraph,
     community_chunks,
     community_note,
@@ -83,11 +85,13 @@ from graphstrata.retrieval.darag_layers import (
     make_candidate,
     render_community,
 )
+from graphstrata.retrieval.darag_params import DARAGParams
 from graphstrata.retrieval.shared import beside
 from graphstrata.text.tokens import count_tokens, truncate
 from graphstrata.walkgraph import graph_version
 
 REPORT_STAGE = "darag_report"
+FILL_CHUNKS = 100  # chunks of the search range that may fill the budget (1,000s of tokens' worth)
 PROMPT_TOKENS = 3000  # cap on the community description sent to the LLM
 REPORT_SHARE = 3200 / 4800  # Table 4: max_token_for_community_report / max_token_for_context
 
@@ -117,82 +121,6 @@ NO_LLM_WARNING = (
     "darag: use_llm is on (the default) but no LLM is configured, so QRScore ranked the communities "
     "and their reports are extractive; pass use_llm=false to silence this"
 )
-
-
-class DARAGParams(RetrieverParams):
-    top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: no cap)")
-    chunk_k: int = Field(
-        10,
-        ge=1,
-        le=200,
-        description="chunks of H_C kept as text units (most query-similar first); also the size of the "
-        "fallback chunk community when the coarse search range holds no k-truss (ours)",
-    )
-    budget: int = Field(4800, ge=1, description="token budget of the context (Table 4: max_token_for_context 4800)")
-    report_budget: int | None = Field(
-        None,
-        ge=1,
-        description="budget C_b of the greedy community packing, §5.1; None: 2/3 of `budget`, the ratio "
-        "of Table 4 (max_token_for_community_report 3200 of max_token_for_context 4800); capped by `budget`. "
-        "The chunks of H_C fill what the packed reports leave",
-    )
-    k_min: int = Field(3, ge=3, le=50, description="smallest k of the candidate communities {H^k}, §5.1 (paper: 3)")
-    k_max: int = Field(
-        6,
-        ge=3,
-        le=50,
-        description="largest k of the candidate communities {H^k}, §5.1 (not given in the paper; 6 gives "
-        "<= 8 LLM calls per query, cf. the 8.3 calls of §6.2)",
-    )
-    coarse_k: int | None = Field(
-        None,
-        ge=3,
-        le=50,
-        description="k of the chunk community H_C (§4 coarse retrieval); None: the k in k_min..k_max whose "
-        "Q-Peel community has the highest QRScore (ours)",
-    )
-    coarse_candidates: int | None = Field(
-        None,
-        ge=2,
-        description="search range of the coarse EACS: None searches all of L_C as the paper does (§4); N "
-        "restricts it to the N chunks most similar to the query (text embedding) and the CHUNK_RELATED edges "
-        "among them (ours: faster on a large layer, and the H_C it finds is nearer to plain dense retrieval)",
-    )
-    chunk_attribute: Literal["description", "text"] = Field(
-        "description",
-        description="the chunk attribute of L_C in the coarse EACS: `description` is the embedding of the chunk's "
-        "title + description (§4.1; augment stage darag_chunk_attributes; a chunk without one uses its text's), "
-        "`text` the embedding of its text",
-    )
-    k_neighbor: int = Field(
-        5,
-        ge=1,
-        le=100,
-        description="similarity layer L_S: each entity's k_neighbor most similar entities (§4.1, §6.3, B.1: 5); "
-        "at most the k the layer was built with (augment stage entity_similarity, k_neighbor=5)",
-    )
-    layers: list[Layer] = Field(
-        ["kg", "similarity"],
-        min_length=1,
-        description="fine layers searched (§4: L_KG and L_S; ['kg'] is the ablation 'w/o L_S' of §6.3)",
-    )
-    use_llm: bool = Field(
-        True,
-        description="score and report the candidates with the configured LLM (§5.1); false, or no LLM "
-        "configured: QRScore ranks them and the extractive rendering is the report",
-    )
-    layout: Literal["chunks_first", "reports_first"] = Field(
-        "chunks_first",
-        description="order of the context (the paper gives none): the chunks of H_C, then the packed community "
-        "reports, or the reports first (ours; both fill the same budget the same way)",
-    )
-    report_words: int = Field(120, ge=10, le=1000, description="length asked of each LLM community report (ours)")
-
-    @model_validator(mode="after")
-    def _check_k(self) -> DARAGParams:
-        if self.k_max < self.k_min:
-            raise ValueError(f"k_max ({self.k_max}) must be >= k_min ({self.k_min})")
-        return self
 
 
 def warm(db: Database) -> tuple[ChunkLayer, EntityLayer]:
@@ -232,23 +160,28 @@ class DARAGRetriever(Retriever):
         if not layer.ids:
             return Retrieved([], Subgraph(), {"coarse": {"candidates": 0}, "communities": []})
         with t.stage("coarse_eacs"):
-            text_cos = cosine_similarities(layer.text, q)
-            by_text = np.argsort(-text_cos, kind="stable")
-            members, truss = layer.search_range(by_text, p.coarse_candidates)
+            text_cos = layer.text_cosines(q)
+            seeds = None if p.coarse_candidates is None else min(p.coarse_candidates, p.coarse_range)
+            members, truss = layer.search_range(text_cos, seeds, max(p.coarse_range, seeds or 0))
             attribute = layer.attribute if p.chunk_attribute == "description" else layer.text
-            whole = members.size == len(layer.ids)  # the whole layer (the default): no copies
+            whole = members.size == len(layer.ids) and p.coarse_candidates is None  # no copies
             chunk_graph = (
                 LayerGraph(layer.ids, attribute, truss.edges)
                 if whole
                 else LayerGraph([layer.ids[i] for i in members], attribute[members], truss.edges)
             )
-            found, top = eacs(truss, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks)
+            range_cos = text_cos[members]
+            by_text = members[np.lexsort((members, -range_cos))]  # the range, nearest first
+            # the anchors as rows of the range (``members`` is sorted)
+            anchors = np.searchsorted(members, by_text[: p.coarse_anchors]) if p.coarse_anchors else None
+            found, top = eacs(truss, chunk_graph.emb, q, [p.coarse_k] if p.coarse_k else ks, anchors=anchors)
             coarse = [make_candidate("chunk", c, chunk_graph) for c in found]
             coarse_notes: dict[str, Any] = {
                 "candidates": len(members),
                 "edges": len(truss.edges),
                 "max_truss": top,
                 "layer_cached": layer_cached,
+                "anchors": [layer.ids[i] for i in by_text[: p.coarse_anchors]],
                 # chunks whose attribute is their title + description
                 "described": int(layer.described[members].sum()) if p.chunk_attribute == "description" else 0,
             }
@@ -257,13 +190,13 @@ class DARAGRetriever(Retriever):
                 best.selected = True
                 hc = list(best.members)
                 coarse_notes.update(fallback=False, k=best.community.k, qrscore=round(best.community.qrscore, 4))
-            else:  # no k-truss in the search range: the most similar chunks stand in for H_C
-                in_range = set(members.tolist())
-                hc = [layer.ids[i] for i in by_text if i in in_range][: p.chunk_k]
+            else:  # no (anchored) k-truss in the search range: the most similar chunks stand in for H_C
+                hc = [layer.ids[i] for i in by_text[: p.chunk_k]]
                 coarse_notes.update(
                     fallback=True,
-                    reason=f"no {ks[0] if not p.coarse_k else p.coarse_k}-truss among the "
-                    f"{len(members)} chunks searched; H_C = the top {len(hc)} chunks",
+                    reason=f"no {ks[0] if not p.coarse_k else p.coarse_k}-truss "
+                    + ("holding a chunk nearest the query " if p.coarse_anchors else "")
+                    + f"among the {len(members)} chunks searched; H_C = the top {len(hc)} chunks",
                 )
             position = {c: i for i, c in enumerate(chunk_graph.ids)}
             cos_hc = cosine_similarities(chunk_graph.emb[[position[c] for c in hc]], q).tolist()
@@ -272,8 +205,13 @@ class DARAGRetriever(Retriever):
             doc_title = {c: layer.doc_titles[members[position[c]]] for c in hc}
             coarse_notes["size"] = len(hc)
             coarse_notes["chunks"] = hc
+            # what may fill the budget H_C and the reports leave: the range's next nearest chunks
+            in_hc = set(hc)
+            fillers = [layer.ids[i] for i in by_text[:FILL_CHUNKS] if layer.ids[i] not in in_hc] if p.fill else []
+            filler_cos = {layer.ids[i]: float(text_cos[i]) for i in by_text[:FILL_CHUNKS]}
+            doc_title.update({layer.ids[i]: layer.doc_titles[i] for i in by_text[:FILL_CHUNKS]})
         # H_C's texts are read while the working subgraph is searched
-        chunk_rows = beside(lambda ids: self.db.read_plain(query("darag.chunks"), ids=ids), hc[: p.chunk_k])
+        chunk_rows = beside(lambda ids: self.db.read_plain(query("darag.chunks"), ids=ids), hc[: p.chunk_k] + fillers)
 
         # ---- 2. working subgraph: entities of H_C and the fine layers among them ------------------
         with t.stage("working"):
@@ -369,6 +307,26 @@ class DARAGRetriever(Retriever):
             elif not chunk_items and not community_items and cid == hc[0]:
                 chunk_items.append(item)  # nothing else to give: pack() cuts it to the budget
         items = chunk_items + community_items if p.layout == "chunks_first" else community_items + chunk_items
+        filled: list[ContextItem] = []
+        for cid in [c for c in fillers if c in texts]:
+            if left <= 0:
+                break
+            title = doc_title[cid]
+            text = f"{title}\n{texts[cid]}" if title else texts[cid]
+            item = ContextItem(
+                node_id=cid,
+                label="Chunk",
+                text=text,
+                score=filler_cos[cid],
+                why=f"fills the budget {hc_note} and the reports leave; cosine {filler_cos[cid]:.3f} to the question",
+                chunk_ids=[cid],
+                doc_titles=[title] if title else [],
+                tokens=count_tokens(text),
+            )
+            if item.tokens <= left:
+                filled.append(item)
+                left -= item.tokens
+        items += filled
 
         fine_ids = {layer: np.asarray(g.ids, dtype=object) for layer, g in fine_graphs.items()}
         notes: dict[str, Any] = {
@@ -380,6 +338,7 @@ class DARAGRetriever(Retriever):
             "ranking": "llm" if any(c.llm_score is not None for c in distinct) else "qrscore",
             "llm": llm_notes,
             "candidates": len(distinct),
+            "filled": len(filled),
             "selected": len(chosen),
             "report_budget": min(cb, p.budget),
             "communities": [community_note(c, np.asarray(chunk_graph.ids, dtype=object)) for c in coarse]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
@@ -94,25 +95,75 @@ def clip(text: str | None, limit: int = MAX_DESCRIPTION_CHARS) -> str:
 class ChunkLayer:
     """The Semantic Chunk Layer L_C (§4.1) in memory: every chunk's text embedding, its attribute
     (the embedding of its title + description; the text's where augment made none), the
-    CHUNK_RELATED edges, and their truss decomposition — read once per graph version and shared by
-    every question, so the coarse EACS can search the whole layer as the paper does."""
+    CHUNK_RELATED edges as neighbour lists — read once per graph version and shared by every
+    question. The truss decomposition of the whole layer is made only if a question searches the
+    whole layer (``coarse_candidates=None``); a question's own search range is decomposed per
+    question, at a cost bounded by the range (:meth:`search_range`)."""
 
     ids: list[str]
-    text: np.ndarray  # (n, dim)
-    attribute: np.ndarray  # (n, dim)
+    text: np.ndarray  # (n, dim) float32, as stored
+    attribute: np.ndarray  # (n, dim) float32
     described: np.ndarray  # (n,) bool: the chunk has an attribute of its own
     doc_titles: list[str | None]
-    truss: TrussIndex
+    edges: np.ndarray  # (m, 2) local ids, each pair once
+    nbr_ptr: np.ndarray  # (n + 1,) CSR: the neighbours of i are nbr[nbr_ptr[i]:nbr_ptr[i + 1]]
+    nbr: np.ndarray
 
-    def search_range(self, order: np.ndarray, n: int | None) -> tuple[np.ndarray, TrussIndex]:
-        """The first ``n`` chunks of ``order`` and the truss index of the layer induced on them;
-        the whole layer (and its kept index) when ``n`` is None or covers it."""
-        if n is None or n >= len(self.ids):
+    @cached_property
+    def truss(self) -> TrussIndex:
+        """The whole layer's truss index (kept with the layer once made)."""
+        return TrussIndex(self.edges)
+
+    @cached_property
+    def text_norms(self) -> np.ndarray:
+        """The norm of every text vector (kept: a question then costs one matrix-vector product)."""
+        return np.linalg.norm(self.text, axis=1)
+
+    def text_cosines(self, q: np.ndarray) -> np.ndarray:
+        """Cosine of every chunk's text vector to ``q`` (float32 product, float64 result; zero
+        vectors score 0), without copying the layer."""
+        dots = (self.text @ np.asarray(q, dtype=np.float32)).astype(np.float64)
+        norms = self.text_norms.astype(np.float64) * float(np.linalg.norm(q))
+        return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+    def nbytes(self) -> int:
+        """The layer's arrays in bytes (what :func:`load_chunk_layer` keeps per graph version)."""
+        arrays = (self.text, self.attribute, self.described, self.edges, self.nbr_ptr, self.nbr)
+        return int(sum(a.nbytes for a in arrays)) + 100 * len(self.ids)  # ids and titles: ~100 B each
+
+    def nearest(self, cos: np.ndarray, n: int) -> np.ndarray:
+        """The ``n`` rows of highest ``cos``, best first (ties by row): O(layer) with no full sort."""
+        n = min(n, cos.size)
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        top = np.argpartition(-cos, n - 1)[:n] if n < cos.size else np.arange(cos.size)
+        return top[np.lexsort((top, -cos[top]))]
+
+    def search_range(self, cos: np.ndarray, seeds: int | None, limit: int) -> tuple[np.ndarray, TrussIndex]:
+        """The coarse search range for a question whose cosine to every chunk is ``cos``: the ``seeds``
+        chunks nearest to it and their neighbours in L_C, at most ``limit`` chunks (the nearest kept),
+        with the truss index of the layer induced on them; the whole layer and its kept index when
+        ``seeds`` is None. The work is that of the range's own edges, not the layer's."""
+        if seeds is None:
             return np.arange(len(self.ids)), self.truss
-        members = np.sort(order[:n])
-        edges = self.truss.edges
-        inside = np.isin(edges, members).all(axis=1)
-        return members, TrussIndex(np.searchsorted(members, edges[inside]))
+        first = self.nearest(cos, seeds)
+        around = [first] + [self.nbr[self.nbr_ptr[i] : self.nbr_ptr[i + 1]] for i in first.tolist()]
+        members = np.unique(np.concatenate(around))
+        if members.size > limit:  # the nearest first: the seeds always stay (limit >= seeds)
+            keep = np.lexsort((members, -cos[members]))[:limit]
+            members = np.unique(np.concatenate([first, members[keep]]))
+        local = np.full(len(self.ids), -1, dtype=np.int64) if members.size else np.zeros(0, np.int64)
+        local[members] = np.arange(members.size)
+        rows = [
+            np.stack([np.full(hi - lo, i), self.nbr[lo:hi]], axis=1)
+            for i in members.tolist()
+            for lo, hi in [(self.nbr_ptr[i], self.nbr_ptr[i + 1])]
+            if hi > lo
+        ]
+        pairs = np.concatenate(rows) if rows else np.zeros((0, 2), dtype=np.int64)
+        pairs = pairs[pairs[:, 0] < pairs[:, 1]]  # each edge from its smaller end
+        ends = local[pairs]
+        return members, TrussIndex(ends[(ends >= 0).all(axis=1)])
 
 
 def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
@@ -122,7 +173,7 @@ def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
         rows = db.read_rows(query("darag.chunk_layer_nodes"), ["id", "doc_title", "embedding", "attribute"])
         ids = [r[0] for r in rows]
         dim = len(rows[0][2]) if rows else 0
-        text = as_matrix([r[2] for r in rows], dim)
+        text = as_matrix([r[2] for r in rows], dim, np.float32)
         described = np.array([r[3] is not None and len(r[3]) == dim for r in rows], dtype=bool)
         attribute = text.copy()
         for i in np.flatnonzero(described):
@@ -133,8 +184,15 @@ def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:
             for a, b in db.read_rows(query("darag.chunk_layer_edges"), ["a", "b"])
             if a in index and b in index  # a chunk newer than the node list waits for the next read
         ]
-        truss = TrussIndex(np.asarray(edges, dtype=np.int64).reshape(-1, 2))
-        return ChunkLayer(ids, text, attribute, described, [r[1] for r in rows], truss)
+        pairs = np.unique(np.sort(np.asarray(edges, dtype=np.int64).reshape(-1, 2), axis=1), axis=0)
+        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+        both = np.concatenate([pairs, pairs[:, ::-1]])
+        both = both[np.lexsort((both[:, 1], both[:, 0]))]
+        ptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.add.at(ptr, both[:, 0] + 1, 1)
+        return ChunkLayer(
+            ids, text, attribute, described, [r[1] for r in rows], pairs, np.cumsum(ptr), both[:, 1].copy()
+        )
 
     return read_once(db, "darag:chunk_layer", version, load)
 

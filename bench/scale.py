@@ -1,0 +1,378 @@
+"""How graphstrata scales: seeded corpora of 2k, 10k, 50k passages, each ingested and augmented into
+an empty graph, every method asked the dev questions at each size.
+
+    python bench/scale.py [--sizes 2000,10000,50000] [--questions 100] [--methods ...]
+    python bench/scale.py --approx-check       # approximate vs exact augment on the dev graphs
+    python bench/scale.py --ivf-check          # inverted file vs exact on the last size's vectors
+
+A corpus of n passages: hotpotqa_dev100's 994 passages (its 100 questions stay answerable at every
+size) plus n - 994 synthetic distractors drawn with a fixed seed: lengths sampled from the dev
+passages', sentences built around named entities drawn from a Zipf-like (s = 1.1) vocabulary of
+invented names (people, places, organisations, works), so the extracted graph has hubs and a long
+tail as a real one does. Per size: ingest and augment milliseconds per passage (every stage), every
+method's p50/p95 and Recall@5 with `vector` beside it, peak RSS of this process, Neo4j heap in use,
+the per-graph query caches' memory, and augment after adding 1% more documents against the full
+augment. Results: bench/results/scale.{json,md,png} (the plot needs matplotlib).
+
+The graph lives in a Neo4j instance of its own (``scale-bench``, heap 3g, ports 17763/17764).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import RESULTS, ROOT, machine, wipe
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import get_settings
+
+os.environ.setdefault("GRAPHSTRATA_EMBED_CACHE", "false")  # latency includes embedding the question
+# the shared data beside the checkout (a worktree sits one level deeper)
+DEV = (
+    Path(os.environ.get("GRAPHSTRATA_BENCH_DATA", ""))
+    if os.environ.get("GRAPHSTRATA_BENCH_DATA")
+    else next(
+        (
+            p / "shared" / "data" / "hotpotqa_dev100"
+            for p in (ROOT.parent, ROOT.parent.parent)
+            if (p / "shared").is_dir()
+        ),
+        ROOT.parent / "shared" / "data" / "hotpotqa_dev100",
+    )
+)
+SIZES = [2000, 10_000, 50_000]
+METHODS = ["vector", "fulltext", "hipporag", "noderag", "ketrag", "darag", "e2graphrag", "sgrag", "fusion", "auto"]
+UNCAPPED = {"ketrag", "darag", "sgrag"}  # as bench/graphs.py: their papers cap the context by tokens only
+TOP_K, BUDGET = 10, 1000
+SEED = 43
+
+FIRST = "Al Bel Cor Dar Ef Gal Hen Ir Jo Kas Lum Mor Nel Or Pas Quin Ros Sal Tor Ul Val Wen Yor Zan".split()  # noqa: SIM905
+MID = "an ber cia do el fer go ha in ka lo mi na or pe ri sa to u ve".split()  # noqa: SIM905
+LAST = "son ton ley berg ford wick ham ridge ova ini ez ard".split()  # noqa: SIM905
+KINDS = ["person", "place", "org", "work"]
+TEMPLATES = {
+    "person": ["{a} was born in {p} and worked with {b}.", "{a} married {b} in {p}.", "{a} studied under {b}."],
+    "place": ["{p} lies near {q}.", "{p} is a town in the region of {q}.", "The river passes {p} before {q}."],
+    "org": ["{o} was founded in {p} by {a}.", "{a} led {o} from {y}.", "{o} merged with {r} in {y}."],
+    "work": ['"{w}" is a {y} novel by {a}.', '"{w}" was filmed in {p} by {o}.', '{a} wrote "{w}" in {y}.'],
+}
+FILLER = [
+    "It is known for its annual festival.",
+    "The population grew steadily during the following decades.",
+    "Critics received it warmly at the time.",
+    "Several of its early records were lost.",
+    "The building was restored after a fire.",
+    "Its archives are held at the national library.",
+]
+
+
+def vocabulary(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
+    """Invented names per kind, most frequent first (drawn later with Zipf weights)."""
+
+    def word() -> str:
+        return rng.choice(FIRST) + rng.choice(MID) + rng.choice(LAST)
+
+    out: dict[str, list[str]] = {}
+    for kind in KINDS:
+        names: set[str] = set()
+        while len(names) < n:
+            if kind == "person":
+                names.add(f"{word()} {word()}")
+            elif kind == "place":
+                names.add(word())
+            elif kind == "org":
+                names.add(f"{word()} {rng.choice(['Company', 'Institute', 'Records', 'University'])}")
+            else:
+                names.add(f"The {word()} {rng.choice(['Affair', 'Garden', 'Letters', 'Road'])}")
+        out[kind] = [str(x) for x in rng.permutation(sorted(names))]  # rank unrelated to spelling
+    return out
+
+
+def distractors(n: int, lengths: list[int], seed: int = SEED, start: int = 0) -> list[dict]:
+    """``n`` synthetic passages (title, text), seeded; ``start`` numbers their titles."""
+    rng = np.random.default_rng(seed)
+    vocab = vocabulary(rng, max(200, n // 2))
+    ranks = np.arange(1, len(vocab["person"]) + 1)
+    weights = ranks**-1.1 / (ranks**-1.1).sum()
+
+    pool = itertools.cycle(
+        rng.choice(ranks.size, size=n * 100 + 1000, p=weights).tolist()
+    )  # one draw, not one per name
+
+    def pick(kind: str) -> str:
+        return vocab[kind][next(pool)]
+
+    out = []
+    for i in range(n):
+        want = int(rng.choice(lengths))
+        topic = rng.choice(KINDS)
+        sentences, words = [], 0
+        while words < want:
+            kind = topic if rng.random() < 0.6 else rng.choice(KINDS)
+            t = rng.choice(TEMPLATES[kind]) if rng.random() < 0.8 else rng.choice(FILLER)
+            s = t.format(
+                a=pick("person"),
+                b=pick("person"),
+                p=pick("place"),
+                q=pick("place"),
+                o=pick("org"),
+                r=pick("org"),
+                w=pick("work"),
+                y=int(rng.integers(1820, 2020)),
+            )
+            sentences.append(s)
+            words += len(s.split())
+        out.append({"title": f"{pick(topic)} ({start + i})", "text": " ".join(sentences)})
+    return out
+
+
+def corpus(n: int) -> tuple[list[dict], list[int]]:
+    dev = [json.loads(line) for line in (DEV / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    lengths = [len(r["text"].split()) for r in dev]
+    return dev + distractors(max(0, n - len(dev)), lengths), lengths
+
+
+def questions(limit: int) -> list[dict]:
+    rows = [json.loads(line) for line in (DEV / "questions.jsonl").read_text().splitlines() if line.strip()]
+    return [{"question": q["question"], "gold": set(q["supporting_titles"])} for q in rows[:limit]]
+
+
+def open_instance() -> GraphStrata:
+    from graphstrata.neo4j_local import Instance
+
+    s = get_settings().model_copy(
+        update={"instance": "scale-bench", "bolt_port": 17763, "http_port": 17764, "heap": "3g", "embed_cache": False}
+    )
+    Instance.from_settings(s).start()
+    return GraphStrata(s)
+
+
+def heap_used_mb(gs: GraphStrata) -> float | None:
+    try:
+        rows = gs.db.read("CALL dbms.queryJmx('java.lang:type=Memory') YIELD attributes RETURN attributes")
+        return round(rows[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]["used"] / 2**20, 1)
+    except Exception:
+        return None
+
+
+def cache_mb(gs: GraphStrata) -> dict[str, float]:
+    """The per-graph query caches (graphstrata/walkgraph.py read_once) of this connection, by name."""
+    from graphstrata.walkgraph import cache_bytes
+
+    return {name: round(b / 2**20, 1) for name, b in cache_bytes(gs.db).items()}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def ask_all(gs: GraphStrata, methods: list[str], qs: list[dict]) -> dict[str, dict]:
+    passage = {r["id"]: r["t"] for r in gs.db.read("MATCH (c:Chunk) RETURN c.id AS id, c.doc_title AS t")}
+    out = {}
+    for m in methods:
+        params = {"budget": BUDGET} | ({} if m in UNCAPPED else {"top_k": TOP_K})
+        gs.retrieve(qs[0]["question"], m, **params)  # warm-up: caches of this graph version
+        rows = []
+        for q in qs:
+            t = time.perf_counter()
+            res = gs.retrieve(q["question"], m, **params)
+            ms = (time.perf_counter() - t) * 1000
+            ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
+            rows.append({"r5": len(q["gold"] & set(ranked[:5])) / len(q["gold"]), "ms": round(ms, 1)})
+        ms = [r["ms"] for r in rows]
+        out[m] = {
+            "recall@5": round(float(np.mean([r["r5"] for r in rows])), 3),
+            "p50_ms": round(float(np.percentile(ms, 50)), 1),
+            "p95_ms": round(float(np.percentile(ms, 95)), 1),
+            "per_question": rows,
+        }
+        print(f"  {m}: R@5 {out[m]['recall@5']} p50 {out[m]['p50_ms']} ms p95 {out[m]['p95_ms']} ms", flush=True)
+    return out
+
+
+def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reuse: float | None = None) -> dict:
+    """One size; ``reuse``: the graph in the instance is this size's, already ingested (in that many
+    seconds): it is augmented again, fully, and measured."""
+    records, lengths = corpus(n)
+    with tempfile.TemporaryDirectory() as tmp:
+        if reuse is None:
+            wipe(gs)
+            path = Path(tmp) / f"scale_{n}.jsonl"
+            write_jsonl(path, records)
+            t = time.perf_counter()
+            ingest_stages = {k: round(v, 2) for k, v in gs.ingest([path]).seconds.items()}
+            ingest_s = time.perf_counter() - t
+        else:
+            ingest_s, ingest_stages = reuse, {}
+        print(f"{n}: ingest {ingest_s:.0f} s", flush=True)
+        t = time.perf_counter()
+        # a full augment: every layer computed whole (a graph already augmented would otherwise be updated)
+        reports = gs.augment(knn_incremental=False)
+        stages = {r.stage: {"seconds": r.seconds, "notes": r.notes, "counts": r.counts} for r in reports}
+        augment_s = time.perf_counter() - t
+        print(f"{n}: augment {augment_s:.0f} s", flush=True)
+        answers = ask_all(gs, methods, questions(n_questions))
+        caches = cache_mb(gs)
+        heap = heap_used_mb(gs)
+        # +1%: new distractors (other seed, other titles), ingested, then augment again
+        more = distractors(max(1, n // 100), lengths, seed=SEED + 1, start=n)
+        path2 = Path(tmp) / f"scale_{n}_more.jsonl"
+        write_jsonl(path2, more)
+        t = time.perf_counter()
+        gs.ingest([path2])
+        inc_ingest_s = time.perf_counter() - t
+        t = time.perf_counter()
+        inc_reports = gs.augment()
+        inc = {r.stage: {"seconds": r.seconds, "path": r.notes.get("path")} for r in inc_reports}
+        inc_s = time.perf_counter() - t
+        print(f"{n}: +1% augment {inc_s:.0f} s", flush=True)
+    counts = gs.db.read_one(
+        "MATCH (c:Chunk) WITH count(c) AS chunks MATCH (e:Entity) RETURN chunks, count(e) AS entities"
+    )
+    return {
+        "passages": n,
+        "documents": gs.db.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"] - len(more),
+        "chunks": counts["chunks"],
+        "entities": counts["entities"],
+        "ingest_seconds": round(ingest_s, 1),
+        "ingest_stages": ingest_stages,
+        "augment_seconds": round(augment_s, 1),
+        "augment_stages": stages,
+        "methods": answers,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "neo4j_heap_used_mb": heap,
+        "query_caches_mb": caches,
+        "incremental": {
+            "added": len(more),
+            "ingest_seconds": round(inc_ingest_s, 1),
+            "augment_seconds": round(inc_s, 1),
+            "augment_stages": inc,
+            "share_of_full_augment": round(inc_s / augment_s, 3) if augment_s else None,
+        },
+    }
+
+
+def markdown(data: dict) -> str:
+    runs = data["runs"]
+    sizes = " | ".join(f"{r['passages']:,}" for r in runs)
+    sep = "|---|" + "---:|" * len(runs)
+    out = [
+        "# Scale: ingest, augment and every method against corpus size",
+        "",
+        f"{data['machine']['cpus']} CPUs, {data['machine']['when']}; load average at the start "
+        f"{data['load_average_at_start']} (a machine shared with other work: compare ratios, not seconds). "
+        f"Corpora: hotpotqa_dev100's 994 passages + seeded synthetic distractors (bench/scale.py); "
+        f"{data['questions']} dev questions, top_k {TOP_K}, budget {BUDGET}. Sizes run: "
+        + ", ".join(str(r["passages"]) for r in runs)
+        + (f"; not run: {', '.join(map(str, data['not_run']))}" if data.get("not_run") else "")
+        + ".",
+        "",
+        f"| | {sizes} |",
+        sep,
+    ]
+
+    def row(name: str, cells: list[str]) -> None:
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+
+    row("chunks / entities", [f"{r['chunks']:,} / {r['entities']:,}" for r in runs])
+    row("ingest ms/passage", [f"{1000 * r['ingest_seconds'] / r['passages']:.0f}" for r in runs])
+    row("augment ms/passage", [f"{1000 * r['augment_seconds'] / r['passages']:.1f}" for r in runs])
+    for stage in runs[-1]["augment_stages"]:
+        row(
+            f"&nbsp;&nbsp;{stage}",
+            [f"{1000 * r['augment_stages'].get(stage, {}).get('seconds', 0) / r['passages']:.2f}" for r in runs],
+        )
+    row(
+        "+1% documents: augment s (share of full)",
+        [f"{r['incremental']['augment_seconds']} ({r['incremental']['share_of_full_augment']})" for r in runs],
+    )
+    row("peak Python RSS MB", [str(r["peak_rss_mb"]) for r in runs])
+    row("Neo4j heap used MB", [str(r["neo4j_heap_used_mb"]) for r in runs])
+    row("query caches MB", [", ".join(f"{k} {v}" for k, v in r["query_caches_mb"].items()) for r in runs])
+    out += [
+        "",
+        "Per method: Recall@5 · p50 / p95 ms (p50 as a multiple of vector's).",
+        "",
+        f"| method | {sizes} |",
+        sep,
+    ]
+    for m in runs[0]["methods"]:
+        cells = []
+        for r in runs:
+            x, v = r["methods"][m], r["methods"]["vector"]
+            cells.append(
+                f"{x['recall@5']:.3f} · {x['p50_ms']:.0f} / {x['p95_ms']:.0f} ({x['p50_ms'] / v['p50_ms']:.1f}x)"
+            )
+        row(m, cells)
+    return "\n".join(out) + "\n"
+
+
+def plot(data: dict) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    runs = data["runs"]
+    n = [r["passages"] for r in runs]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    a.plot(n, [1000 * r["ingest_seconds"] / r["passages"] for r in runs], "o-", label="ingest")
+    a.plot(n, [1000 * r["augment_seconds"] / r["passages"] for r in runs], "o-", label="augment")
+    a.set(xscale="log", xlabel="passages", ylabel="ms per passage", title="cost per passage")
+    a.legend()
+    for m in runs[0]["methods"]:
+        b.plot(n, [r["methods"][m]["p50_ms"] for r in runs], "o-", label=m)
+    b.set(xscale="log", yscale="log", xlabel="passages", ylabel="p50 ms", title="latency per question")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(RESULTS / "scale.png", dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated passage counts")
+    ap.add_argument("--questions", type=int, default=100, help="dev questions asked per method and size")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated method names")
+    ap.add_argument("--approx-check", action="store_true", help="approximate vs exact augment on the dev graphs")
+    ap.add_argument(
+        "--reuse-ingest",
+        type=float,
+        default=None,
+        help="SECONDS: the instance already holds the (single) size's ingested graph, which took SECONDS",
+    )
+    ap.add_argument("--ivf-check", action="store_true", help="inverted file vs exact on the last size's vectors")
+    args = ap.parse_args()
+    if args.ivf_check:
+        from scale_approx import ivf_check
+
+        return ivf_check()
+    if args.approx_check:
+        from scale_approx import main as approx
+
+        return approx()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    data = {"machine": machine(), "load_average_at_start": list(os.getloadavg()), "questions": args.questions}
+    data["runs"] = []
+    gs = open_instance()
+    for n in sizes:
+        data["runs"].append(run_size(gs, n, args.methods.split(","), args.questions, args.reuse_ingest))
+        data["not_run"] = [s for s in SIZES if s not in [r["passages"] for r in data["runs"]]]
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "scale.json").write_text(json.dumps(data, indent=2))  # each size as it ends
+        (RESULTS / "scale.md").write_text(markdown(data))
+        plot(data)
+    print(markdown(data))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Approximate against exact augment on the three dev graphs (``python bench/scale.py --approx-check``).
+
+Each graph (hotpotqa_dev100 and musique_dev50 with spaCy, musique_dev50 with the OpenIE extractions)
+is built once with the exact similarity stages (the dev graphs are below ``knn_exact_max_nodes``),
+every method answers the dev questions; then the stages that compare all pairs — chunk_knn,
+entity_similarity, entity_synonyms, semantic_edges — are run again with ``knn_exact_max_nodes=0``
+(the inverted file of graphstrata/algorithms/ann.py on every layer) and the methods answer again.
+Reported: each layer's edges found by both, each method's Recall@5 under both and the difference.
+Results: bench/results/scale-approx.{json,md}. Instance ``scale-approx`` (ports 17765/17766).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from common import RESULTS, machine
+from scale import BUDGET, DEV, METHODS, TOP_K, UNCAPPED
+
+from graphstrata.client import GraphStrata
+from graphstrata.config import get_settings
+from graphstrata.ingest.load import SourceDocument
+
+SHARED = DEV.parent
+GRAPHS = {"hotpotqa": ("hotpotqa_dev100", False), "musique": ("musique_dev50", False)}
+GRAPHS["musique-openie"] = ("musique_dev50", True)
+STAGES = ["chunk_knn", "entity_synonyms", "entity_similarity", "semantic_edges"]
+LAYERS = {
+    "chunk_knn": "MATCH (a:Chunk)-[r:SIMILAR {kind: 'semantic'}]->(b:Chunk) RETURN a.id AS a, b.id AS b",
+    "entity_similarity": "MATCH (a:Entity)-[r:SIMILAR {kind: 'semantic'}]->(b:Entity) RETURN a.id AS a, b.id AS b",
+    "entity_synonyms": "MATCH (a:Entity)-[r:SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b",
+    "semantic_edges": "MATCH (a)-[r:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b",
+}
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def build(gs: GraphStrata, name: str) -> None:
+    data, openie = GRAPHS[name]
+    folder = SHARED / data
+    gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
+    if openie:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "openie.jsonl"
+            with path.open("w") as f:
+                for r in jsonl(folder / "openie.jsonl"):
+                    good = [t for t in r["extracted_triples"] if isinstance(t, list) and len(t) == 3]
+                    good = [t for t in good if all(isinstance(x, str) and x.strip() for x in t)]
+                    ents = [e for e in r["extracted_entities"] if isinstance(e, str) and e.strip()]
+                    line = {"id": r["id"], "title": r["title"], "text": r["text"], "entities": ents, "triples": good}
+                    f.write(json.dumps(line) + "\n")
+            gs.ingest_extractions(path)
+    else:
+        docs = [
+            SourceDocument(source=r.get("id") or r["title"], title=r["title"], text=r["text"])
+            for r in jsonl(folder / "corpus.jsonl")
+        ]
+        gs.ingest_documents(docs)
+    gs.augment()
+
+
+def questions(name: str) -> tuple[list[dict], str]:
+    data, _ = GRAPHS[name]
+    rows = jsonl(SHARED / data / "questions.jsonl")
+    out = [{"question": q["question"], "gold": set(q.get("supporting_ids") or q["supporting_titles"])} for q in rows]
+    return out, ("c.doc_title" if data.startswith("hotpotqa") else "d.source")
+
+
+def recall(gs: GraphStrata, name: str) -> dict[str, list[float]]:
+    qs, key = questions(name)
+    passage = {
+        r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
+    }
+    out = {}
+    for m in METHODS:
+        params = {"budget": BUDGET} | ({} if m in UNCAPPED else {"top_k": TOP_K})
+        rows = []
+        for q in qs:
+            res = gs.retrieve(q["question"], m, **params)
+            ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
+            rows.append(len(q["gold"] & set(ranked[:5])) / len(q["gold"]))
+        out[m] = rows
+        print(f"  {name} {m}: {np.mean(rows):.3f}", flush=True)
+    return out
+
+
+def layers(gs: GraphStrata) -> dict[str, set[tuple[str, str]]]:
+    return {s: {(min(r["a"], r["b"]), max(r["a"], r["b"])) for r in gs.db.read(q)} for s, q in LAYERS.items()}
+
+
+def main() -> None:
+    from graphstrata.neo4j_local import Instance
+
+    s = get_settings().model_copy(
+        update={"instance": "scale-approx", "bolt_port": 17765, "http_port": 17766, "heap": "2g", "embed_cache": False}
+    )
+    Instance.from_settings(s).start()
+    gs = GraphStrata(s)
+    names = os.environ.get("SCALE_APPROX_GRAPHS", ",".join(GRAPHS)).split(",")
+    data: dict = {"machine": machine(), "graphs": {}}
+    for name in names:
+        t = time.perf_counter()
+        build(gs, name)
+        print(f"{name}: built in {time.perf_counter() - t:.0f} s", flush=True)
+        exact_layers, exact = layers(gs), recall(gs, name)
+        t = time.perf_counter()
+        seconds = {r.stage: r.seconds for r in gs.augment(STAGES, knn_exact_max_nodes=0, knn_incremental=False)}
+        approx_layers, approx = layers(gs), recall(gs, name)
+        data["graphs"][name] = {
+            "approx_stage_seconds": seconds,
+            "layers": {
+                k: {"exact": len(v), "approx": len(approx_layers[k]), "both": len(v & approx_layers[k])}
+                for k, v in exact_layers.items()
+            },
+            "recall@5": {
+                m: {
+                    "exact": round(float(np.mean(exact[m])), 3),
+                    "approx": round(float(np.mean(approx[m])), 3),
+                    "diff": round(float(np.mean(approx[m]) - np.mean(exact[m])), 3),
+                }
+                for m in METHODS
+            },
+            "per_question": {m: {"exact": exact[m], "approx": approx[m]} for m in METHODS},
+        }
+        write(data)
+    Instance.from_settings(s).stop()
+
+
+def write(data: dict) -> None:
+    out = ["# Approximate vs exact augment on the dev graphs", ""]
+    out.append(
+        "The similarity stages (chunk_knn, entity_synonyms, entity_similarity, semantic_edges) exact, then with "
+        "`knn_exact_max_nodes=0` (the inverted file of graphstrata/algorithms/ann.py, cell 256, 16 cells probed) "
+        f"on the same graph; top_k {TOP_K}, budget {BUDGET}. {data['machine']['when']}."
+    )
+    for name, g in data["graphs"].items():
+        out += ["", f"## {name}", "", "| layer | exact edges | approximate | in both |", "|---|---:|---:|---:|"]
+        for k, v in g["layers"].items():
+            out.append(f"| {k} | {v['exact']} | {v['approx']} | {v['both']} ({v['both'] / max(v['exact'], 1):.3f}) |")
+        out += ["", "| method | Recall@5 exact | approximate | difference |", "|---|---:|---:|---:|"]
+        for m, v in g["recall@5"].items():
+            out.append(f"| {m} | {v['exact']:.3f} | {v['approx']:.3f} | {v['diff']:+.3f} |")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "scale-approx.json").write_text(json.dumps(data, indent=2))
+    (RESULTS / "scale-approx.md").write_text("\n".join(out) + "\n")
+
+
+def ivf_check() -> None:
+    """The inverted file against the exact computation on the vectors of the graph in the scale bench's
+    instance (``python bench/scale.py --ivf-check`` after a size ran): each layer's top-5 neighbours
+    found by both, and the synonym pairs (cosine >= 0.9). Results: bench/results/scale-ivf.{json,md}."""
+    from scale import open_instance
+
+    from graphstrata.algorithms.ann import CELL_SIZE, NPROBE, ivf_knn, ivf_pairs
+    from graphstrata.algorithms.knn import exact_knn
+
+    gs = open_instance()
+    out: dict = {"machine": machine(), "cell_size": CELL_SIZE, "nprobe": NPROBE, "layers": {}}
+    for label in ("Entity", "Chunk"):
+        rows = gs.db.read_rows(
+            f"MATCH (n:{label}) WHERE n.embedding IS NOT NULL RETURN n.id AS id, n.embedding AS e ORDER BY id",
+            ["id", "e"],
+        )
+        v = np.array([r[1] for r in rows], dtype=np.float32)
+        t = time.perf_counter()
+        ex = exact_knn(v, 5)
+        exact_s = time.perf_counter() - t
+        t = time.perf_counter()
+        ap = ivf_knn(v, 5)
+        ivf_s = time.perf_counter() - t
+        e = set(zip(ex[0].tolist(), ex[1].tolist(), strict=True))
+        a = set(zip(ap[0].tolist(), ap[1].tolist(), strict=True))
+        res = {"nodes": len(v), "top5_recall": round(len(e & a) / max(1, len(e)), 4)}
+        res |= {"exact_seconds": round(exact_s, 2), "ivf_seconds": round(ivf_s, 2)}
+        if label == "Entity":
+            unit = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+            brute: set[tuple[int, int]] = set()
+            for start in range(0, len(unit), 2048):
+                i, j = np.nonzero(unit[start : start + 2048] @ unit.T >= 0.9)
+                brute |= {(start + x, y) for x, y in zip(i.tolist(), j.tolist(), strict=True) if start + x < y}
+            i, j, _ = ivf_pairs(v, 0.9)
+            got = set(zip(i.tolist(), j.tolist(), strict=True))
+            res |= {"synonym_pairs": len(brute), "synonym_recall": round(len(brute & got) / max(1, len(brute)), 4)}
+        out["layers"][label] = res
+        print(label, res, flush=True)
+    md = ["# Inverted file vs exact on the scale graph's vectors", "", f"{out['machine']['when']}; cell "]
+    md[-1] += f"{CELL_SIZE}, {NPROBE} cells probed; machine shared (compare ratios)."
+    md += ["", "| layer | nodes | top-5 recall | exact s | ivf s | synonym pairs (>= 0.9) | found |"]
+    md += ["|---|---:|---:|---:|---:|---:|---:|"]
+    for label, r in out["layers"].items():
+        md.append(
+            f"| {label} | {r['nodes']} | {r['top5_recall']} | {r['exact_seconds']} | {r['ivf_seconds']} | "
+            f"{r.get('synonym_pairs', '')} | {r.get('synonym_recall', '')} |"
+        )
+    (RESULTS / "scale-ivf.json").write_text(json.dumps(out, indent=2))
+    (RESULTS / "scale-ivf.md").write_text("\n".join(md) + "\n")
