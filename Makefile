@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install llm-install demo demo-llm test test-stress lint format bench clean-neo4j
+.PHONY: install llm-install demo demo-llm test test-llm test-stress lint format bench clean-neo4j
 
 install: $(STAMP)
 
@@ -40,8 +40,12 @@ demo-llm: llm-install
 	$(BIN)/graphstrata augment; \
 	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
 
-test: install llm-install
+test: install
 	$(BIN)/python -m pytest
+
+# the real-model tests too (a local llama.cpp server with SmolLM2-135M; see docs/llm-local.md)
+test-llm: install llm-install
+	GRAPHSTRATA_LOCAL_LLM=1 $(BIN)/python -m pytest tests/test_local_llm.py tests/test_small_model_handling.py
 
 # the concurrency and soak tests, longer, with CPU hogs beside them (tests/conftest.py: GRAPHSTRATA_STRESS)
 test-stress: install
