@@ -23,6 +23,8 @@ DYNAMIC = {
     'f"augment.{edges}_pairs"': ["augment.similar_pairs", "augment.semantic_edges_pairs"],
     'f"augment.delete_{edges}_pairs"': ["augment.delete_similar_pairs", "augment.delete_semantic_edges_pairs"],
     'f"augment.write_{edges}"': ["augment.write_similar", "augment.write_semantic_edges"],
+    # augment/similarity.py knn_rows: a top-k layer's stored pairs (stored = similar | semantic_edges)
+    'f"augment.{stored}_pairs"': ["augment.similar_pairs", "augment.semantic_edges_pairs"],
 }
 
 
