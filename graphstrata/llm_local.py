@@ -9,9 +9,7 @@ at the server.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -29,6 +27,7 @@ from graphstrata.llm_local_dist import (
     LocalLLMFiles,
     ensure_installed,
 )
+from graphstrata.neo4j_local import terminate
 
 DEFAULT_PORT = 8079
 #: Context window of the server (tokens); SmolLM2 was trained to 8k.
@@ -192,14 +191,7 @@ class LocalLLM:
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.1)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.05)
+        terminate(pid, timeout)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -222,20 +214,6 @@ class LocalLLM:
             return f"(no log at {self.log_file})"
         tail = self.log_file.read_text(errors="replace").splitlines()[-lines:]
         return f"--- {self.log_file} (last {len(tail)} lines)\n" + "\n".join(tail)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with contextlib.suppress(ChildProcessError, OSError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # a zombie child of ours counts as gone
-            return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def _port_answers(port: int) -> bool:

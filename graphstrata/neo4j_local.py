@@ -145,7 +145,7 @@ class Instance:
         if recorded is None:
             return None
         pid, cmdline = recorded
-        return pid if not cmdline and _alive(pid) else None
+        return pid if not cmdline and alive(pid) else None
 
     def write_conf(self, dist: Distribution) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
@@ -366,14 +366,7 @@ class Instance:
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.2)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-            while _alive(pid):
-                time.sleep(0.1)
+        terminate(pid, timeout)
         self.pid_file.unlink(missing_ok=True)
         return True
 
@@ -408,7 +401,19 @@ class Instance:
         return "\n".join(parts) or f"(no log in {self.logs})"
 
 
-def _alive(pid: int) -> bool:
+def terminate(pid: int, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if the process is still alive after ``timeout`` seconds; returns once it is gone."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.1)
+    if alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        while alive(pid):
+            time.sleep(0.05)
+
+
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
