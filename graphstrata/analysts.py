@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from functools import cache
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from neo4j import READ_ACCESS
+from neo4j.exceptions import Neo4jError
 from neo4j.graph import Node, Relationship
 from neo4j.graph import Path as GraphPath
 
@@ -213,29 +215,58 @@ def parse_params(items: list[str], query: LibraryQuery | None = None) -> dict[st
 class Result:
     keys: list[str]
     rows: list[dict[str, Any]]  # JSON-ready values (nodes, relationships and paths as dicts)
+    capped: bool = False  # more rows matched than ``max_rows``; they were never fetched
 
 
-def run(db: Database, text: str, params: dict[str, Any] | None = None) -> Result:
-    """Run `text` read-only: refused unless the planner calls it a read, then run in a READ transaction."""
+class QueryTimeout(TimeoutError):
+    """The query ran past its transaction timeout and the server stopped it."""
+
+
+def run(
+    db: Database,
+    text: str,
+    params: dict[str, Any] | None = None,
+    *,
+    timeout: float | None = None,
+    max_rows: int | None = None,
+    check_plan: Callable[[str | None, dict[str, Any] | None], None] | None = None,
+) -> Result:
+    """Run `text` read-only: refused unless the planner calls it a read (``check_plan(query_type, plan)``
+    may refuse more), then run in a READ transaction of at most ``timeout`` seconds (the server stops
+    it: :class:`QueryTimeout`), fetching at most ``max_rows`` rows (``Result.capped`` says more matched)."""
     params = params or {}
-    with db.driver.session(database=db.database, default_access_mode=READ_ACCESS) as session:
-        kind = session.run(f"EXPLAIN {text}", params).consume().query_type
+    fetch = min(max_rows + 1, 1000) if max_rows else 1000  # the server streams in batches: no row past the cap
+    with db.driver.session(database=db.database, default_access_mode=READ_ACCESS, fetch_size=fetch) as session:
+        summary = session.run(f"EXPLAIN {text}", params).consume()
+        kind = summary.query_type
+        if check_plan is not None:
+            check_plan(kind, summary.plan)
         if kind != "r":
             what = {"w": "writes data", "rw": "reads and writes data", "s": "changes the schema"}.get(kind, kind)
             raise WriteRefused(f"refused: this statement {what}; `graphstrata cypher` runs read-only queries only")
+        try:
+            with session.begin_transaction(timeout=timeout) as tx:
+                res = tx.run(text, params)
+                keys, rows, capped = list(res.keys()), [], False
+                for record in res:
+                    if max_rows is not None and len(rows) == max_rows:
+                        capped = True
+                        break
+                    rows.append({k: to_jsonable(record[k]) for k in keys})
+                tx.rollback()  # a read: nothing to keep; the unread rest is discarded, not streamed
+        except Neo4jError as e:
+            if "TransactionTimedOut" in (e.code or "") or "Transaction.Terminated" in (e.code or ""):
+                raise QueryTimeout(
+                    f"the query ran past its limit of {timeout:g} s (GRAPHSTRATA_CYPHER_TIMEOUT) and was stopped"
+                ) from e
+            raise
+    return Result(keys, rows, capped)
 
-        def work(tx):
-            res = tx.run(text, params)
-            keys = list(res.keys())
-            return keys, [{k: to_jsonable(r[k]) for k in keys} for r in res]
 
-        keys, rows = session.execute_read(work)
-    return Result(keys, rows)
-
-
-def run_library(db: Database, name: str, params: dict[str, Any] | None = None) -> Result:
+def run_library(db: Database, name: str, params: dict[str, Any] | None = None, **limits: Any) -> Result:
+    """A library query by name (``limits``: :func:`run`'s ``timeout`` and ``max_rows``)."""
     q = get(name)
-    return run(db, q.text, q.bind(params or {}))
+    return run(db, q.text, q.bind(params or {}), **limits)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -218,14 +218,15 @@ class Settings(BaseSettings):
         1000,
         ge=1,
         validation_alias=AliasChoices("GRAPHSTRATA_CYPHER_MAX_ROWS"),
-        description="Most rows a model-written (text-to-Cypher) query returns; the rest is discarded and the "
-        "answer says it was capped.",
+        description="Most rows a Cypher query returns (text-to-Cypher, `graphstrata cypher`, the MCP `cypher` "
+        "tool); the rest is never fetched and the answer says it was capped.",
     )
     cypher_timeout: float = Field(
         30.0,
         gt=0,
         validation_alias=AliasChoices("GRAPHSTRATA_CYPHER_TIMEOUT"),
-        description="Seconds a model-written (text-to-Cypher) query may run in Neo4j (its transaction timeout).",
+        description="Seconds a Cypher query (text-to-Cypher, `graphstrata cypher`, the MCP `cypher` tool) may "
+        "run in Neo4j (its transaction timeout).",
     )
     max_embed_inputs: int = Field(
         256,

@@ -171,6 +171,9 @@ class GDS:
         client's ``graph.project.native``) numbers nodes in store order, which cannot be chosen."""
         ids = [r[0] for r in self.db.read_rows(query("gds.ordered_ids"), ["id"], labels=labels, embedding=embedding)]
         ranked = sorted((i for i in ids if i is not None), key=lambda i: hashlib.sha256(i.encode()).digest())
+        if not ranked:  # a Cypher projection of no rows aggregates to null, which GDS cannot load: no graph
+            self.drop(_full(name))
+            return Projection(_full(name), 0, 0, reused=False)
         params = {
             "labels": labels,
             "types": list(types),

@@ -273,15 +273,14 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     def delete_document(ref: str, all: bool = False) -> dict[str, Any]:
         """Delete a document by id, source or title, with whatever only it supported. A title or
         source naming several documents deletes nothing (the error lists their ids) unless `all`."""
-        from graphstrata.cypher import query
+        from graphstrata.ingest.parts import ambiguity, find_documents
 
         gs = graph()
-        found = gs.db.read(query("ingest.find_documents"), ref=ref)
+        found = find_documents(gs.db, ref)
         if not found:
             raise ValueError(f"no document with id, source or title {ref!r}")
-        if len(found) > 1 and not all:
-            ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
-            raise ValueError(f"{len(found)} documents match {ref!r}: {ids}; delete one by id, or all with all=true")
+        if not all and (why := ambiguity(found, ref)):
+            raise ValueError(why + " with all=true")
         return {"deleted": [d for f in found for d in gs.delete(f["id"])]}
 
     library = lib.library()
@@ -289,8 +288,11 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
 
     @reported
     def cypher(name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        result = lib.run_library(graph().db, name, params or {})
-        return {"columns": result.keys, "rows": result.rows[:MAX_ROWS], "truncated": len(result.rows) > MAX_ROWS}
+        s = get_settings()
+        result = lib.run_library(
+            graph().db, name, params or {}, timeout=s.cypher_timeout, max_rows=min(MAX_ROWS, s.cypher_max_rows)
+        )
+        return {"columns": result.keys, "rows": result.rows, "truncated": result.capped}
 
     server.add_tool(
         cypher,

@@ -10,7 +10,6 @@ import re
 from functools import cache
 from pathlib import Path
 
-from neo4j import READ_ACCESS
 from neo4j.exceptions import Neo4jError
 from pydantic import BaseModel, Field, field_validator
 
@@ -126,35 +125,17 @@ def run(
     if left is not None:
         limits.check()
         timeout = min(timeout, max(left, 0.001))
-    # a small fetch size: the server streams in batches and the rows past the cap are never produced
-    with db.driver.session(
-        database=db.database, default_access_mode=READ_ACCESS, fetch_size=min(max_rows + 1, 1000)
-    ) as s:
-        try:
-            summary = s.run(f"EXPLAIN {cypher}").consume()
-            check_plan(summary.query_type, summary.plan)
-            with s.begin_transaction(timeout=timeout) as tx:
-                result = tx.run(cypher)
-                keys = list(result.keys())
-                rows, capped = [], False
-                for record in result:
-                    if len(rows) == max_rows:  # one row more than the cap exists: say so, fetch no further
-                        capped = True
-                        break
-                    rows.append({k: lib.to_jsonable(record[k]) for k in keys})
-                tx.rollback()  # a read: nothing to keep; the unread rest is discarded, not streamed
-        except Neo4jError as e:
-            code = e.code or ""
-            if "AccessMode" in code:
-                raise CypherRefused(
-                    f"refused: the server rejected a write in a read transaction ({e.message})", "write_refused"
-                ) from e
-            if "TransactionTimedOut" in code or "Transaction.Terminated" in code:
-                raise CypherTimeout(
-                    f"the query ran past its limit of {timeout:g} s (GRAPHSTRATA_CYPHER_TIMEOUT) and was stopped",
-                    cypher,
-                ) from e
-            raise CypherError(f"the query is not valid Cypher: {e.code}: {e.message}", cypher) from e
+    try:
+        result = lib.run(db, cypher, timeout=timeout, max_rows=max_rows, check_plan=check_plan)
+    except lib.QueryTimeout as e:
+        raise CypherTimeout(str(e), cypher) from e
+    except Neo4jError as e:
+        if "AccessMode" in (e.code or ""):
+            raise CypherRefused(
+                f"refused: the server rejected a write in a read transaction ({e.message})", "write_refused"
+            ) from e
+        raise CypherError(f"the query is not valid Cypher: {e.code}: {e.message}", cypher) from e
+    keys, rows, capped = result.keys, result.rows, result.capped
     return CypherAnswer(
         question=question,
         cypher=cypher,

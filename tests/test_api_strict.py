@@ -113,3 +113,27 @@ def test_strict_parameters_still_accept_json_values(http: TestClient) -> None:
         "/v1/chat/completions", json={"model": "graphstrata-vector", "messages": [{"role": "user", "content": parts}]}
     )
     assert r.status_code == 200, r.text
+
+
+def test_v1_history_keeps_the_recent_turns_that_fit() -> None:
+    """A conversation's earlier turns are bounded too: the most recent that fit 4 questions' worth of
+    text reach the model; an older huge turn (or one that alone is too long) and all before it do not."""
+    from graphstrata.server.openai_compat import ChatMessage, conversation
+
+    turn = lambda role, text: ChatMessage(role=role, content=text)  # noqa: E731
+    messages = [
+        turn("user", "first " * 10),
+        turn("assistant", "y" * 5_000_000),  # a pasted blob, long ago
+        turn("user", "a" * 90),
+        turn("assistant", "b" * 90),
+        turn("system", "s" * 30),  # not a turn of the history
+        turn("user", "c" * 90),
+        turn("assistant", "   "),
+        turn("user", "Where was it shot?"),
+    ]
+    question, history = conversation(messages, max_chars=100)
+    assert question == "Where was it shot?"
+    assert [h["content"][0] for h in history] == ["a", "b", "c"]  # 270 chars of a 400 budget
+    assert sum(len(h["content"]) for h in history) <= 400
+    _, short = conversation(messages, max_chars=50)  # budget 200: only the last two fit
+    assert [h["content"][0] for h in short] == ["b", "c"]

@@ -20,7 +20,7 @@ from graphstrata.ingest.convert import ConvertError, convert
 from graphstrata.ingest.document import SourceDocument
 from graphstrata.ingest.load import LoadError, load_file
 from graphstrata.ingest.options import MIN_CHUNK_TOKENS
-from graphstrata.ingest.parts import split_document
+from graphstrata.ingest.parts import ambiguity, find_documents, split_document, whole_source
 from graphstrata.ingest.pipeline import IngestOptions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,3 +209,21 @@ def test_reingest_with_fewer_parts_removes_the_stale_ones(graph: Database, neo4j
     report = gs.ingest_texts([("notes", prose(3_000, seed=4))], opts)  # now small: one whole document
     assert sources() == ["notes"] and any("no such part" in n for n in report.identity_notes)
     assert graph.read_one("MATCH (c:Chunk) WHERE NOT (:Document)-[:HAS_CHUNK]->(c) RETURN count(c) AS n")["n"] == 0
+
+
+def test_delete_by_source_or_title_removes_every_part(graph: Database, neo4j_settings: Settings) -> None:
+    gs = GraphStrata(neo4j_settings, db=graph)
+    opts = IngestOptions(extractor="none", part_chars=5_000, chunk_size=200, chunk_overlap=20, splits=0)
+    gs.ingest_texts([("notes", prose(20_000, seed=3)), ("notes two", prose(6_000, seed=5))], opts)
+    count = lambda: graph.read_one("MATCH (d:Document) RETURN count(d) AS n")["n"]  # noqa: E731
+    parts = find_documents(graph, "notes")
+    assert len(parts) >= 4 and {whole_source(p["source"]) for p in parts} == {"notes"}  # not "notes two"'s parts
+    assert ambiguity(parts, "notes") is None  # the parts of one document are one document
+    total = count()
+    deleted = gs.delete("notes")
+    assert sorted(d["id"] for d in deleted) == sorted(p["id"] for p in parts)
+    assert count() == total - len(parts) and find_documents(graph, "notes") == []
+    assert find_documents(graph, "notes two")  # the other document stays, found by its title
+    assert graph.read_one("MATCH (c:Chunk) WHERE NOT (:Document)-[:HAS_CHUNK]->(c) RETURN count(c) AS n")["n"] == 0
+    two = [{"id": "a", "source": "x.txt"}, {"id": "b", "source": "y.txt#part1"}, {"id": "c", "source": "y.txt#part2"}]
+    assert "2 documents match" in (ambiguity(two, "X") or "")

@@ -257,3 +257,31 @@ def test_api_route_refuses_and_caps(
         assert r.status_code == 400 and "GRAPHSTRATA_MAX_QUESTION_CHARS" in r.json()["error"]["message"]
     assert hits == []
     assert docs.read_one("RETURN gds.graph.exists('t2c-api') AS e")["e"] is False
+
+
+def test_analysts_own_cypher_is_bounded_too(
+    docs: Database, tmp_path: Path, neo4j_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graphstrata cypher --query` and the library (the MCP `cypher` tool's path) run under the same
+    transaction timeout and row cap as a model's query."""
+    endless = "UNWIND range(1, 2000000000) AS x WITH x WHERE x = -1 RETURN count(*) AS n"
+    with pytest.raises(lib.QueryTimeout, match="GRAPHSTRATA_CYPHER_TIMEOUT"):
+        lib.run(docs, endless, timeout=1.0)
+    deadline = time.monotonic() + 30
+    while docs.read_one(
+        "SHOW TRANSACTIONS YIELD currentQuery WHERE currentQuery CONTAINS $q RETURN 1", q="range(1, 2000000000)"
+    ):
+        assert time.monotonic() < deadline, "the timed-out query still runs in Neo4j"
+        time.sleep(0.2)
+    capped = lib.run(docs, "UNWIND range(1, 2000000) AS x RETURN x", max_rows=7)
+    assert capped.capped and [r["x"] for r in capped.rows] == list(range(1, 8))
+    whole = lib.run_library(docs, "documents", {}, max_rows=1000)
+    assert not whole.capped and whole.rows
+
+    monkeypatch.setenv("GRAPHSTRATA_CYPHER_MAX_ROWS", "4")
+    result = cli(neo4j_settings, tmp_path, "cypher", "--query", "UNWIND range(1, 2000000) AS x RETURN x")
+    assert result.exit_code == 0, result.output
+    assert "4 row(s), capped at 4 (GRAPHSTRATA_CYPHER_MAX_ROWS)" in result.stdout
+    monkeypatch.setenv("GRAPHSTRATA_CYPHER_TIMEOUT", "1")
+    result = cli(neo4j_settings, tmp_path, "cypher", "--query", endless)
+    assert result.exit_code == 1 and "GRAPHSTRATA_CYPHER_TIMEOUT" in result.output, result.output

@@ -59,6 +59,12 @@ class AugmentParams(BaseModel):
     max_descriptions: int = Field(
         20, ge=1, le=10_000, description="entity_descriptions: an entity's descriptions embedded (most asserted first)"
     )
+    darag_hub_mentions: int | None = Field(
+        100,
+        ge=1,
+        description="darag_chunk_edges: entities mentioned in more chunks than this link no chunks (hubs make "
+        "the layer quadratic in the corpus; None: every entity, as the paper)",
+    )
     g: int = Field(DEFAULT_G, ge=2, le=100, description="summary_tree: E2GraphRAG's children per summary")
     summary_tokens: int = Field(DEFAULT_SUMMARY_TOKENS, ge=10, description="summary_tree: tokens of a summary")
     summarize_single_chunk: bool = Field(False, description="summary_tree: summarise a one-chunk document too")

@@ -256,22 +256,26 @@ def cypher(
             print("\n".join(f"// {line}".rstrip() for line in [f"{q.name} ({q.file}.cypher)", *q.doc.splitlines()]))
             print(q.browser_text(params))
             return
-        capped = ""
+        capped, s = "", get_settings()  # every query bounded: GRAPHSTRATA_CYPHER_TIMEOUT, _MAX_ROWS
         with Database.from_settings() as db:
             if question is not None and text is not None:  # model-written: only a plain read, bounded
                 from graphstrata import text2cypher
 
-                s = get_settings()
                 answer = text2cypher.run(db, text, question, max_rows=s.cypher_max_rows, timeout=s.cypher_timeout)
                 result = lib.Result(answer.keys, answer.rows)
                 if answer.capped:
                     capped = f", capped at {answer.max_rows} (GRAPHSTRATA_CYPHER_MAX_ROWS): more rows matched"
             else:
-                result = lib.run(db, q.text if q else text, params)
+                bounds = {"timeout": s.cypher_timeout, "max_rows": s.cypher_max_rows}
+                result = lib.run(db, q.text if q else text, params, **bounds)
+            if result.capped and not capped:
+                capped = f", capped at {s.cypher_max_rows} (GRAPHSTRATA_CYPHER_MAX_ROWS): more rows matched"
     except lib.LibraryError as e:
         _fail(str(e))
     except lib.WriteRefused as e:
         _fail(str(e), code=5)
+    except lib.QueryTimeout as e:
+        _fail(str(e))
     except ConnectionError_ as e:
         _fail(str(e))
     except ValueError as e:  # text2cypher.CypherError: the server rejected the model's query, or it timed out

@@ -170,16 +170,30 @@ MERGE (a)-[s:SEMANTIC]->(b)
 SET s.score = r.score;
 
 // name: delete_chunk_relations
-MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk) DELETE r;
+// (in batches: a dense layer may hold a million edges)
+MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk)
+CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS;
+
+// name: chunk_ids
+MATCH (c:Chunk)
+RETURN c.id AS id;
+
+// name: chunk_mentions
+// DA-RAG §4.1's chunk-layer inputs (graphstrata/algorithms/chunk_links.py): which chunk mentions which entity.
+MATCH (c:Chunk)-[:MENTIONS]->(e:Entity)
+RETURN c.id AS chunk, e.id AS entity;
+
+// name: entity_relations
+// One row per KG relation (a pair related by two predicates: two rows).
+MATCH (a:Entity)-[:RELATED]->(b:Entity)
+RETURN a.id AS source, b.id AS target;
 
 // name: write_chunk_relations
-// DA-RAG §4.1: chunks c_i, c_j are linked when a KG relation joins an entity of c_i to one of c_j.
-MATCH (c1:Chunk)-[:MENTIONS]->(:Entity)-[:RELATED]-(:Entity)<-[:MENTIONS]-(c2:Chunk)
-WHERE c1.id < c2.id
-WITH c1, c2, count(*) AS weight
-MERGE (c1)-[r:CHUNK_RELATED]->(c2)
-SET r.weight = weight
-RETURN count(r) AS edges;
+// DA-RAG §4.1: chunks c_i, c_j are linked when a KG relation joins an entity of c_i to one of c_j
+// (weight: the number of such links); stored once, from the smaller id.
+UNWIND $rows AS row
+MATCH (a:Chunk {id: row.a}), (b:Chunk {id: row.b})
+CREATE (a)-[:CHUNK_RELATED {weight: row.weight}]->(b);
 
 // name: label_present
 RETURN EXISTS { MATCH (n:$($label)) } AS present;

@@ -376,10 +376,18 @@ WITH e WHERE NOT EXISTS { (:Chunk)-[:MENTIONS]->(e) }
 DETACH DELETE e;
 
 // name: find_documents
-// Documents by id, exact source, or exact title (for `graphstrata delete`).
-MATCH (d:Document)
-WHERE d.id = $ref OR d.source = $ref OR d.title = $ref
-RETURN d.id AS id, d.title AS title, d.source AS source;
+// Documents by id, exact source, or exact title (for `graphstrata delete`); a document ingested in
+// parts (ingest/parts.py: `<source>#part<k>`, `<title> (part <k>)`) is found whole by its source or title
+// (candidates by prefix here; ingest/parts.py:find_documents keeps the exact matches).
+CALL () {
+  MATCH (d:Document) WHERE d.id = $ref RETURN d
+  UNION
+  MATCH (d:Document) WHERE d.source = $ref OR d.source STARTS WITH $ref + '#part' RETURN d
+  UNION
+  MATCH (d:Document) WHERE d.title = $ref OR d.title STARTS WITH $ref + ' (part ' RETURN d
+}
+RETURN d.id AS id, d.title AS title, d.source AS source
+ORDER BY d.source;
 
 // name: stored_parts
 // The stored documents of these sources: each document itself and its parts (`<source>#part<k>`,

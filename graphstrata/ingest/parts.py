@@ -15,7 +15,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any
 
+from graphstrata.cypher import query
 from graphstrata.ingest.convert import Section
 from graphstrata.ingest.document import SourceDocument
 
@@ -76,6 +78,36 @@ def whole_source(source: str) -> str:
     """The source of the document a part belongs to (a document's own source otherwise)."""
     head, mark, tail = source.rpartition(PART_MARK)
     return head if mark and tail.isdigit() else source
+
+
+def whole_title(title: str) -> str:
+    """The title of the document a part belongs to (a document's own title otherwise)."""
+    m = _PART_TITLE.fullmatch(title)
+    return m.group(1) if m else title
+
+
+_PART_TITLE = re.compile(r"(.*) \(part \d+\)", re.S)
+
+
+def find_documents(db: Any, ref: str) -> list[dict[str, Any]]:
+    """The stored documents ``ref`` names: by id, source or title; a document in parts by its whole
+    source or title (all its parts). Rows ``{id, title, source}``, by source."""
+    rows = db.read(query("ingest.find_documents"), ref=ref)
+    return [
+        r
+        for r in rows
+        if ref in (r["id"], r["source"], r["title"], whole_source(r["source"]), whole_title(r["title"] or ""))
+    ]
+
+
+def ambiguity(found: Sequence[dict[str, Any]], ref: str) -> str | None:
+    """Why deleting ``found`` (what ``ref`` names) needs a confirmation: it is several documents (the
+    parts of one document count as one); ``None`` when it is one."""
+    wholes = {whole_source(d["source"]) for d in found}
+    if len(wholes) <= 1:
+        return None
+    ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
+    return f"{len(wholes)} documents match {ref!r}: {ids}; delete one by id, or all"
 
 
 def by_text(batches: Iterator[Sequence[SourceDocument]], most: int) -> Iterator[Sequence[SourceDocument]]:

@@ -49,7 +49,7 @@ from graphstrata.ingest.flow import Abandoned, analyse_chunks, batches, count_wr
 from graphstrata.ingest.identity import Candidate, resolve_identities
 from graphstrata.ingest.load import LoadError, SourceDocument, load_paths
 from graphstrata.ingest.options import IngestOptions, IngestReport
-from graphstrata.ingest.parts import PART_MARK, split_large
+from graphstrata.ingest.parts import PART_MARK, find_documents, split_large
 from graphstrata.ingest.provenance import piece_provenance
 from graphstrata.ingest.rows import Contribution, PreparedDoc, UserExtractedDocument, extraction_rows
 from graphstrata.ingest.user_extractions import attach_user_extractions
@@ -178,8 +178,8 @@ class Ingestor:
         return report
 
     def delete(self, ref: str) -> list[dict]:
-        """Delete documents by id, source or title, and whatever only they supported."""
-        found = self.db.read(query("ingest.find_documents"), ref=ref)
+        """Delete documents by id, source or title (a document in parts: every part), and what only they supported."""
+        found = find_documents(self.db, ref)
         for d in found:
             for _ in range(5):
                 state = self.db.read_one(query("ingest.document_state"), ids=[d["id"]])

@@ -279,19 +279,14 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
         """Delete a document by id, source or title, and whatever only it supported. When a title
         or source names several documents nothing is deleted (409 `ambiguous`, listing their ids)
         unless `all=true`."""
-        from graphstrata.cypher import query
+        from graphstrata.ingest.parts import ambiguity, find_documents
 
         gs = state.gs()
-        found = gs.db.read(query("ingest.find_documents"), ref=ref)
+        found = find_documents(gs.db, ref)
         if not found:
             raise ApiError(404, "not_found", f"no document with id, source or title {ref!r}")
-        if len(found) > 1 and not all:
-            ids = ", ".join(f"{d['id']} ({d['source']})" for d in found[:20])
-            raise ApiError(
-                409,
-                "ambiguous",
-                f"{len(found)} documents match {ref!r}: {ids}; delete one by id, or all with ?all=true",
-            )
+        if not all and (why := ambiguity(found, ref)):
+            raise ApiError(409, "ambiguous", why + " with ?all=true")
         return {"deleted": [d for f in found for d in gs.delete(f["id"])]}
 
     @r.get("/jobs/{job_id}", tags=["documents"], summary="An ingest job: state, progress, report")

@@ -34,6 +34,7 @@ from graphstrata.server.errors import ApiError, error_body
 log = logging.getLogger("graphstrata.server")
 
 PREFIX = "graphstrata-"
+HISTORY_QUESTIONS = 4  # earlier turns kept: at most this many questions' worth of text
 
 
 class ContentPart(BaseModel):
@@ -101,7 +102,9 @@ def method_of(model: str) -> str:
 def conversation(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[dict[str, str]]]:
     """(the question: the last user message, the earlier user/assistant turns as history). The
     question is held to the HTTP API's rules: not blank (zero-width characters count as blank), at
-    most ``max_chars`` (GRAPHSTRATA_MAX_QUESTION_CHARS)."""
+    most ``max_chars`` (GRAPHSTRATA_MAX_QUESTION_CHARS). The history is the most recent turns whose
+    text fits :data:`HISTORY_QUESTIONS` × ``max_chars`` together (as a chat model's context window
+    would keep them)."""
     from graphstrata.limits import is_blank, question_too_long
 
     last = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
@@ -111,12 +114,17 @@ def conversation(messages: list[ChatMessage], max_chars: int) -> tuple[str, list
     too_long = question_too_long(question, max_chars)
     if too_long:
         raise ApiError(400, "bad_parameters", too_long)
-    history = [
-        {"role": m.role, "content": m.text()}
-        for m in messages[:last]
-        if m.role in ("user", "assistant") and not is_blank(m.text())
-    ]
-    return question, history
+    history: list[dict[str, str]] = []
+    budget = HISTORY_QUESTIONS * max_chars  # the model's context and the rewrite's prompt stay bounded
+    for m in reversed(messages[:last]):  # the most recent turns that fit; older ones are dropped
+        text = m.text()
+        if m.role not in ("user", "assistant") or is_blank(text):
+            continue
+        if len(text) > budget:
+            break
+        budget -= len(text)
+        history.append({"role": m.role, "content": text})
+    return question, history[::-1]
 
 
 def completion(
