@@ -181,8 +181,11 @@ class GraphStrata:
         return report
 
     def delete(self, ref: str) -> list[dict]:
-        """Delete documents by id, source path or title, with whatever only they supported."""
-        return Ingestor(self.db, self.embedder).delete(ref)
+        """Delete documents by id, source path or title, with whatever only they supported (or the
+        record of a file that could not be read)."""
+        from graphstrata.documents import forget_failed
+
+        return Ingestor(self.db, self.embedder).delete(ref) or forget_failed(self.db, ref)
 
     def augment(
         self,

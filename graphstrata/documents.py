@@ -4,7 +4,8 @@ adds the documents of queued, running and failed ingest jobs) and the MCP tool `
 
 Status: ``processed`` (in the graph, every chunk extracted or deliberately skipped), ``failed``
 (with the reason: some chunks' extraction failed, and the next ingest retries them; or its ingest
-job failed), ``queued`` / ``processing`` (an ingest job of the server holds it).
+job failed; or the file could not be read — a ``FailedFile`` node keeps its reason until the file is
+ingested readable or deleted), ``queued`` / ``processing`` (an ingest job of the server holds it).
 """
 
 from __future__ import annotations
@@ -54,13 +55,41 @@ def _info(row: dict[str, Any]) -> DocumentInfo:
 
 
 def in_graph(db: Database) -> list[DocumentInfo]:
-    """Every document in the graph, by title."""
-    return [_info(r) for r in db.read(query("documents.list"))]
+    """Every document in the graph and every file that could not be read, by title."""
+    docs = [_info(r) for r in db.read(query("documents.list"))] + failed_files(db)
+    return sorted(docs, key=lambda d: (d.title, d.id))
 
 
 def find(db: Database, ref: str) -> list[DocumentInfo]:
-    """Documents whose id, source or title is ``ref``, with their failed chunks."""
-    return [_info(r) for r in db.read(query("documents.get"), ref=ref)]
+    """Documents (and unreadable files) whose id, source or title is ``ref``, with their failed chunks."""
+    docs = [_info(r) for r in db.read(query("documents.get"), ref=ref)]
+    return docs + [f for f in failed_files(db) if ref in (f.id, f.source, f.title)]
+
+
+def failed_files(db: Database) -> list[DocumentInfo]:
+    """Files that could not be read (``FailedFile``), unless a readable version is in the graph now."""
+    return [DocumentInfo(**r, status="failed") for r in db.read(query("documents.failed_files"))]
+
+
+def record_failed(db: Database, failures: list[tuple[str, str, str, str]]) -> None:
+    """Keep (id, title, source, reason) of files that could not be read: listed as ``failed`` documents."""
+    if failures:
+        rows = [dict(zip(("id", "title", "source", "reason"), f, strict=True)) for f in failures]
+        db.write(query("documents.record_failed"), rows=rows)
+
+
+def clear_failed(db: Database, ids: list[str]) -> None:
+    """Forget the failures of these document ids (their files were read now)."""
+    if ids:
+        db.write(query("documents.clear_failed"), ids=ids)
+
+
+def forget_failed(db: Database, ref: str) -> list[dict[str, str]]:
+    """Delete the failures of the unreadable files ``ref`` names (id, source or title): ``{id, title,
+    source}`` of each (what a delete answers)."""
+    gone = [f for f in failed_files(db) if ref in (f.id, f.source, f.title)]
+    clear_failed(db, [f.id for f in gone])
+    return [{"id": f.id, "title": f.title, "source": f.source} for f in gone]
 
 
 def page(docs: list[DocumentInfo], status: str | None, offset: int, limit: int) -> dict[str, Any]:

@@ -273,10 +273,13 @@ def build(settings: Settings | None = None) -> tuple[MCPServer, Graph]:
     def delete_document(ref: str, all: bool = False) -> dict[str, Any]:
         """Delete a document by id, source or title, with whatever only it supported. A title or
         source naming several documents deletes nothing (the error lists their ids) unless `all`."""
+        from graphstrata import documents
         from graphstrata.ingest.parts import ambiguity, find_documents
 
         gs = graph()
         found = find_documents(gs.db, ref)
+        if not found and (gone := documents.forget_failed(gs.db, ref)):  # files that could not be read
+            return {"deleted": gone}
         if not found:
             raise ValueError(f"no document with id, source or title {ref!r}")
         if not all and (why := ambiguity(found, ref)):

@@ -109,7 +109,9 @@ def test_status_through_the_api_and_the_cli(
     assert "processed" in lines["Marie"] and "failed" in lines["Pierre"]
 
 
-def test_upload_pdf_html_docx_and_a_corrupt_pdf_is_a_failed_document(server: Server, db: Database) -> None:
+def test_upload_pdf_html_docx_and_a_corrupt_pdf_is_a_failed_document(
+    server: Server, db: Database, neo4j_settings: Settings
+) -> None:
     files = [
         ("files", ("notes.pdf", make_pdf(PAGES), "application/pdf")),
         ("files", ("demons.html", HTML, "text/html")),
@@ -147,6 +149,15 @@ def test_upload_pdf_html_docx_and_a_corrupt_pdf_is_a_failed_document(server: Ser
     assert "text" in failed["upload:scanned.pdf"]["reason"]  # no text layer
     one = server.http.get("/documents/upload:broken.pdf").json()
     assert one["status"] == "failed" and one["title"] == "broken.pdf" and one["chunks"] == 0
+    # the failures are the graph's, not the server's memory: another process lists them, a delete forgets one
+    cmd = [sys.executable, "-c", "from graphstrata.cli import app; app()", "documents", "--status", "failed", "--json"]
+    out = subprocess.run(cmd, cwd=ROOT, env=server_env(neo4j_settings), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert {d["source"] for d in json.loads(out.stdout)} >= {"upload:broken.pdf", "upload:scanned.pdf"}
+    assert db.read_one("MATCH (f:FailedFile {source: 'upload:scanned.pdf'}) RETURN f.reason AS r")["r"]
+    r = server.http.delete("/documents/upload:scanned.pdf")
+    assert r.status_code == 200 and [d["source"] for d in r.json()["deleted"]] == ["upload:scanned.pdf"], r.text
+    assert server.http.get("/documents/upload:scanned.pdf").status_code == 404
     # nothing readable at all: the request fails with the reasons, nothing is queued
     jobs_before = len(server.http.get("/jobs").json()["jobs"])
     r = server.http.post("/documents", files=[("files", ("broken2.pdf", make_pdf(PAGES)[:400], "application/pdf"))])

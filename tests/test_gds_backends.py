@@ -93,7 +93,6 @@ def test_small_projections_skip_the_check_and_a_sufficient_limit_passes(augmente
         assert p.nodes == len(DOCS)
 
 
-
 def test_ordered_projection_of_no_nodes_is_empty_not_an_error(augmented: GraphStrata) -> None:
     """A graph without nodes of a layer (an LLM-built graph with no Attribute yet, or none with a vector):
     the stage sees an empty projection, as with a native one, instead of the client's error."""

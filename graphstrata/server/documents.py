@@ -1,7 +1,8 @@
 """``GET /documents`` and ``GET /documents/{ref}``: the graph's documents (graphstrata/documents.py)
 plus those the server's ingest jobs hold: ``queued`` / ``processing`` while their job waits or runs,
-``failed`` with the job's error when it failed before writing them, or with the reason when an
-uploaded file could not be read (corrupt, a scanned PDF with no text). A job's report also gives the
+``failed`` with the job's error when it failed before writing them; an uploaded file that could not
+be read (corrupt, a scanned PDF with no text) is a ``failed`` document of the graph's own
+(graphstrata/documents.py, ``FailedFile``), kept across restarts. A job's report also gives the
 reason a chunk's extraction failed, which the graph does not keep.
 """
 
@@ -25,37 +26,27 @@ class DocumentTracker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._docs: dict[str, tuple[Any, Any]] = {}  # document id -> (job, SourceDocument)
-        self._unreadable: dict[str, DocumentInfo] = {}  # uploaded files that could not be read
 
     def track(self, job: Any, docs: list[Any]) -> None:
         with self._lock:
             for d in docs:
-                self._unreadable.pop(d.id, None)  # the file of that name is readable now
                 self._docs.pop(d.id, None)  # re-inserted: the dict stays in submission order
                 self._docs[d.id] = (job, d)
             while len(self._docs) > MAX_TRACKED:
                 self._docs.pop(next(iter(self._docs)))
 
     def failed(self, failures: list[Any]) -> None:
-        """Uploaded files that could not be read (``UploadFailure``): ``failed`` documents with the reason."""
+        """Uploaded files that could not be read: no job holds them (the graph keeps their failure)."""
         with self._lock:
             for f in failures:
                 self._docs.pop(f.doc.id, None)
-                self._unreadable.pop(f.doc.id, None)
-                self._unreadable[f.doc.id] = DocumentInfo(
-                    id=f.doc.id, title=f.doc.title, source=f.doc.source, status="failed", reason=f.reason
-                )
-            while len(self._unreadable) > MAX_TRACKED:
-                self._unreadable.pop(next(iter(self._unreadable)))
 
     def overlay(self, graph: list[DocumentInfo]) -> list[DocumentInfo]:
         """The graph's documents, with the status the jobs give them; documents only a job knows first."""
         with self._lock:
             held = list(self._docs.values())
-            unreadable = list(self._unreadable.values())
         by_id = {d.id: d for d in graph}
-        # a file that could not be read: failed, unless the graph holds an earlier readable version
-        pending: list[DocumentInfo] = [u.model_copy() for u in unreadable if u.id not in by_id]
+        pending: list[DocumentInfo] = []
         for job, doc in held:
             with job.lock:
                 state, error, created = job.state, job.error, job.created_at

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from graphstrata import documents
 from graphstrata.config import Settings
 from graphstrata.server.documents import DocumentTracker
 from graphstrata.server.errors import ApiError
@@ -230,7 +231,13 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
                 raise ApiError(400, "bad_parameters", "options must be a JSON object, augment true/false or a list")
             options = ingest_options(options_dict)
             docs, notes, failed = await run_in_threadpool(load_uploads, files, options.max_document_bytes)
-            tracker.failed(failed)  # listed by GET /documents as `failed`, with the reason
+            tracker.failed(failed)
+            # listed by GET /documents as `failed`, with the reason, until read or deleted
+            db = state.gs().db
+            await run_in_threadpool(
+                documents.record_failed, db, [(f.doc.id, f.doc.title, f.doc.source, f.reason) for f in failed]
+            )
+            await run_in_threadpool(documents.clear_failed, db, [d.id for d in docs])
             if not docs:
                 reasons = "; ".join(f"{f.doc.title}: {f.reason}" for f in failed)
                 raise ApiError(400, "bad_document", f"cannot ingest {reasons}")
@@ -283,6 +290,8 @@ def router(state: ServerState, tracker: DocumentTracker, settings: Settings) -> 
 
         gs = state.gs()
         found = find_documents(gs.db, ref)
+        if not found and (gone := documents.forget_failed(gs.db, ref)):  # files that could not be read
+            return {"deleted": gone}
         if not found:
             raise ApiError(404, "not_found", f"no document with id, source or title {ref!r}")
         if not all and (why := ambiguity(found, ref)):
