@@ -98,7 +98,7 @@ class Work:
         try:
             with anyio.fail_after(seconds):
                 return await anyio.to_thread.run_sync(inner, abandon_on_cancel=True)
-        except TimeoutError as e:
+        except (TimeoutError, limits.DeadlineExceeded) as e:  # our wait ended, or the work's own check came first
             raise limits.DeadlineExceeded(
                 f"no answer within {seconds:g} s (GRAPHSTRATA_REQUEST_TIMEOUT); the work was stopped — "
                 "try a shorter question or a cheaper method"
