@@ -369,6 +369,19 @@ def test_search_range_is_the_seeds_and_their_neighbours() -> None:
     assert members.size == 100 and set(seeds.tolist()) <= set(members.tolist())
     assert set(members.tolist()) == set(seeds.tolist()) | set(sorted(around, key=lambda i: -cos[i])[:100])
     assert layer.search_range(cos, None, 5)[0].size == n  # None: the whole layer, as the paper
+    # bounded in edges too: the longest nearest-first prefix of the range (seeds first) whose induced
+    # layer holds at most max_edges edges, found by brute force over the prefixes
+    full = sorted(around, key=lambda i: (i not in set(seeds.tolist()), -cos[i], i))
+    for max_edges in (50, 400, 3_000):
+        members, truss = layer.search_range(cos, 20, 10_000, max_edges)
+        size = max(
+            p
+            for p in range(len(seeds), len(full) + 1)
+            if p == len(seeds) or g.subgraph(full[:p]).number_of_edges() <= max_edges
+        )
+        assert set(members.tolist()) == set(full[:size]), max_edges
+        assert len(truss.edges) == g.subgraph(full[:size]).number_of_edges()
+        assert len(truss.edges) <= max_edges or size == len(seeds)
 
 
 def test_empty_graph(graph: Database, neo4j_settings: Settings) -> None:

@@ -162,7 +162,7 @@ class DARAGRetriever(Retriever):
         with t.stage("coarse_eacs"):
             text_cos = layer.text_cosines(q)
             seeds = None if p.coarse_candidates is None else min(p.coarse_candidates, p.coarse_range)
-            members, truss = layer.search_range(text_cos, seeds, max(p.coarse_range, seeds or 0))
+            members, truss = layer.search_range(text_cos, seeds, max(p.coarse_range, seeds or 0), p.coarse_edges)
             attribute = layer.attribute if p.chunk_attribute == "description" else layer.text
             whole = members.size == len(layer.ids) and p.coarse_candidates is None  # no copies
             chunk_graph = (

@@ -139,11 +139,14 @@ class ChunkLayer:
         top = np.argpartition(-cos, n - 1)[:n] if n < cos.size else np.arange(cos.size)
         return top[np.lexsort((top, -cos[top]))]
 
-    def search_range(self, cos: np.ndarray, seeds: int | None, limit: int) -> tuple[np.ndarray, TrussIndex]:
+    def search_range(
+        self, cos: np.ndarray, seeds: int | None, limit: int, max_edges: int | None = None
+    ) -> tuple[np.ndarray, TrussIndex]:
         """The coarse search range for a question whose cosine to every chunk is ``cos``: the ``seeds``
-        chunks nearest to it and their neighbours in L_C, at most ``limit`` chunks (the nearest kept),
-        with the truss index of the layer induced on them; the whole layer and its kept index when
-        ``seeds`` is None. The work is that of the range's own edges, not the layer's."""
+        chunks nearest to it and their neighbours in L_C, at most ``limit`` chunks (the nearest kept)
+        and at most ``max_edges`` edges among them (the farthest chunks dropped until it fits; the
+        seeds always stay), with the truss index of the layer induced on them; the whole layer and
+        its kept index when ``seeds`` is None. The work is that of the range's own edges, not the layer's."""
         if seeds is None:
             return np.arange(len(self.ids)), self.truss
         first = self.nearest(cos, seeds)
@@ -152,8 +155,25 @@ class ChunkLayer:
         if members.size > limit:  # the nearest first: the seeds always stay (limit >= seeds)
             keep = np.lexsort((members, -cos[members]))[:limit]
             members = np.unique(np.concatenate([first, members[keep]]))
-        local = np.full(len(self.ids), -1, dtype=np.int64) if members.size else np.zeros(0, np.int64)
+        pairs = self._pairs_among(members)
+        if max_edges is not None and len(pairs) > max_edges:
+            # members ranked nearest first, the seeds before all: an edge is in a prefix of that order
+            # when its farther end is, so the longest prefix holding at most max_edges edges ends
+            # before the (max_edges + 1)-th smallest farther-end rank
+            rank = np.full(len(self.ids), members.size, dtype=np.int64)
+            rank[members[np.lexsort((members, -cos[members]))]] = np.arange(members.size)
+            rank[first] = -1
+            cut = np.sort(rank[pairs].max(axis=1))[max_edges]
+            members = np.unique(np.concatenate([first, members[rank[members] < cut]]))
+            pairs = self._pairs_among(members)
+        local = np.full(len(self.ids), -1, dtype=np.int64)
         local[members] = np.arange(members.size)
+        return members, TrussIndex(local[pairs].reshape(-1, 2))
+
+    def _pairs_among(self, members: np.ndarray) -> np.ndarray:
+        """The layer's edges with both ends in ``members`` (chunk indices), each once from its smaller end."""
+        inside = np.zeros(len(self.ids), dtype=bool)
+        inside[members] = True
         rows = [
             np.stack([np.full(hi - lo, i), self.nbr[lo:hi]], axis=1)
             for i in members.tolist()
@@ -161,9 +181,8 @@ class ChunkLayer:
             if hi > lo
         ]
         pairs = np.concatenate(rows) if rows else np.zeros((0, 2), dtype=np.int64)
-        pairs = pairs[pairs[:, 0] < pairs[:, 1]]  # each edge from its smaller end
-        ends = local[pairs]
-        return members, TrussIndex(ends[(ends >= 0).all(axis=1)])
+        pairs = pairs[pairs[:, 0] < pairs[:, 1]]
+        return pairs[inside[pairs].all(axis=1)]
 
 
 def load_chunk_layer(db: Database, version: Any) -> tuple[ChunkLayer, bool]:

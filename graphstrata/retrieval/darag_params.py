@@ -55,6 +55,13 @@ class DARAGParams(RetrieverParams):
         ge=2,
         description="most chunks in the coarse search range (the nearest to the query kept; ours)",
     )
+    coarse_edges: int | None = Field(
+        20_000,
+        ge=1,
+        description="most chunk-layer edges in the coarse search range: the chunks farthest from the query are "
+        "dropped until it fits (ours: a range bounded in chunks alone can hold a dense layer's ~250k edges, "
+        "whose truss decomposition takes seconds per question); None: no bound",
+    )
     coarse_anchors: int = Field(
         5,
         ge=0,
