@@ -1,10 +1,11 @@
 """Peak memory of `graphstrata ingest` on one large text document, by document size.
 
-    python bench/ingest_memory.py --sizes 1,5,10,25,50   # MB; writes bench/results/ingest_memory.{json,md}
+    python bench/ingest_memory.py --sizes 1,5,10,25,50 [--max-seconds S]   # MB; bench/results/ingest_memory.{json,md}
 
 Each size is a seeded, generated prose file (names, places, years: spaCy finds entities in it) ingested
 by the CLI in a fresh process with the default extractor (spaCy when no LLM is configured); the peak
-is that process's own high-water RSS (``ru_maxrss``), printed by the process as it exits. The database
+is that process's RSS sampled every 2 s from /proc (with ``--max-seconds`` the ingest is stopped after that
+long, and the peak is that of the parts written so far: a large document on 2 cores takes hours). The database
 is the one the environment names (GRAPHSTRATA_INSTANCE/ports or NEO4J_URI); each run wipes it first.
 """
 
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from graphstrata.ingest.parts import PART_TEXT_CHARS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -47,34 +50,76 @@ def prose(size_bytes: int, seed: int = 45) -> str:
 
 
 _CHILD = (
-    "import atexit, resource, sys\n"
-    "atexit.register(lambda: print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-    "file=sys.stderr))\n"
-    "from graphstrata.cli import app\n"
-    "sys.argv = ['graphstrata', 'ingest', '-q', *sys.argv[1:]]\n"
-    "app()\n"
+    "import sys\nfrom graphstrata.cli import app\nsys.argv = ['graphstrata', 'ingest', '-q', *sys.argv[1:]]\napp()\n"
 )
 
 
-def measure(mb: float, folder: Path) -> dict:
+def rss_mb(pid: int) -> float | None:
+    """The resident set of process ``pid`` now (Linux /proc), MB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def parts_written(stem: str) -> int:
+    from graphstrata.client import GraphStrata
+
+    with GraphStrata() as gs:
+        return gs.db.read_one("MATCH (d:Document) WHERE d.source CONTAINS $s RETURN count(d) AS n", s=stem)["n"]
+
+
+def measure(mb: float, folder: Path, max_seconds: float | None, every: float = 2.0) -> dict:
+    """Ingest one generated document of ``mb`` MB in a child process, sampling its RSS every ``every``
+    seconds and the parts written every 30 s; stopped after ``max_seconds`` (then ``complete`` is
+    false and the peak is that of the parts written so far)."""
     path = folder / f"large-{mb:g}mb.txt"
     path.write_text(prose(int(mb * 1_000_000)))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GRAPHSTRATA_CHAT_MODEL"):  # the default: spaCy extraction
         env.pop(name, None)
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], env=env, capture_output=True, text=True)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], env=env, stderr=subprocess.PIPE, text=True)
+    samples: list[tuple[float, float]] = []  # (seconds, RSS MB)
+    progress: list[tuple[float, int]] = []  # (seconds, parts written)
+    next_count = 30.0
+    while child.poll() is None:
+        now = time.perf_counter() - t
+        if (r := rss_mb(child.pid)) is not None:
+            samples.append((round(now, 1), round(r, 1)))
+        if now >= next_count:
+            progress.append((round(now), parts_written(path.stem)))
+            print(f"{mb:g} MB: {now:.0f} s, RSS {samples[-1][1]:.0f} MB, {progress[-1][1]} parts written", flush=True)
+            next_count += 30.0
+        if max_seconds is not None and now > max_seconds:
+            child.terminate()
+            child.wait(60)
+            break
+        time.sleep(every)
     seconds = time.perf_counter() - t
-    peak = next((int(line.split()[1]) for line in out.stderr.splitlines() if line.startswith("PEAK_RSS_KB")), None)
+    complete = child.returncode == 0
+    stderr = child.stderr.read() if child.stderr else ""
+    progress.append((round(seconds), parts_written(path.stem)))
     path.unlink()
+    peaks = [r for _, r in samples]
+    half = len(peaks) // 2
     row = {
         "mb": mb,
-        "peak_rss_mb": round(peak / 1024) if peak else None,
+        "complete": complete,
         "seconds": round(seconds, 1),
-        "exit": out.returncode,
-        "tail": (out.stdout + out.stderr).strip().splitlines()[-3:],
+        "parts_written": progress[-1][1],
+        "parts_total": -(-int(mb * 1_000_000) // PART_TEXT_CHARS),
+        "peak_rss_mb": round(max(peaks)) if peaks else None,
+        "peak_rss_first_half_mb": round(max(peaks[:half])) if half else None,
+        "peak_rss_second_half_mb": round(max(peaks[half:])) if half else None,
+        "exit": child.returncode,
+        "progress": progress,
+        "tail": stderr.strip().splitlines()[-3:],
     }
-    print(json.dumps(row), flush=True)
+    print(json.dumps({k: v for k, v in row.items() if k != "progress"}), flush=True)
     return row
 
 
@@ -90,23 +135,38 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,10,25,50", help="document sizes in MB (10^6 bytes), comma-separated")
     ap.add_argument("--name", default="ingest_memory", help="result file name under bench/results")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="stop an ingest after this long (the peak is then that of the parts written so far)",
+    )
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="graphstrata-memory-") as tmp:
         for mb in (float(x) for x in args.sizes.split(",")):
             wipe()
-            rows.append(measure(mb, Path(tmp)))
-    from graphstrata.ingest.parts import PART_TEXT_CHARS
-
-    data = {"part_text_chars": PART_TEXT_CHARS, "runs": rows}
+            rows.append(measure(mb, Path(tmp), args.max_seconds))
+    data = {"part_text_chars": PART_TEXT_CHARS, "max_seconds": args.max_seconds, "runs": rows}
     lines = [
         "# Peak memory of `graphstrata ingest` on one large text document",
         "",
-        "Reproduce: `python bench/ingest_memory.py --sizes " + args.sizes + "` (spaCy extraction, defaults).",
+        "Reproduce: `python bench/ingest_memory.py --sizes "
+        + args.sizes
+        + (f" --max-seconds {args.max_seconds:g}" if args.max_seconds else "")
+        + "` (spaCy extraction, defaults).",
         "",
-        "| document (MB) | peak RSS (MB) | seconds | exit |",
-        "|---:|---:|---:|---:|",
-        *[f"| {r['mb']:g} | {r['peak_rss_mb']} | {r['seconds']} | {r['exit']} |" for r in rows],
+        "Peak RSS of the `graphstrata ingest` process, sampled every 2 s; first and second half of the run",
+        "apart (a bound that holds shows no growth from one half to the other). A run stopped at "
+        "`--max-seconds` is marked incomplete: its peak is that of the parts written so far.",
+        "",
+        "| document (MB) | parts written / total | complete | seconds | peak RSS (MB) | first half | second half |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+        *[
+            f"| {r['mb']:g} | {r['parts_written']} / {r['parts_total']} | {'yes' if r['complete'] else 'no'} | "
+            f"{r['seconds']} | {r['peak_rss_mb']} | {r['peak_rss_first_half_mb']} | {r['peak_rss_second_half_mb']} |"
+            for r in rows
+        ],
         "",
     ]
     RESULTS.mkdir(parents=True, exist_ok=True)
