@@ -300,6 +300,36 @@ def test_similarity_layers_after_an_ingest_write_only_what_changed(ctx: AugmentC
     assert _layers(ctx.db) == incremental
 
 
+def test_a_layer_written_half_way_is_built_whole_by_the_retry(
+    ctx: AugmentContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deadlock with the other lane ends entity_similarity before its last pairs are written; the
+    stage is run again (a TransientError) and must not take the partial layer for a complete one and
+    update it in place: the result is the full run's layer."""
+    from neo4j.exceptions import TransientError
+
+    from graphstrata.augment import similarity
+
+    run(ctx, ["entity_similarity"])
+    whole = _layers(ctx.db)
+    ctx.db.write("MATCH ()-[r:SIMILAR]->() DELETE r")
+    real = similarity.replace_similar
+    calls = []
+
+    def most_then_deadlock(c, label, kind, rows, *args, **kwargs):
+        calls.append(len(rows))
+        if len(calls) == 1:
+            real(c, label, kind, rows[:-3], *args, **kwargs)
+            raise TransientError("deadlock detected (simulated)")
+        return real(c, label, kind, rows, *args, **kwargs)
+
+    monkeypatch.setattr(similarity, "replace_similar", most_then_deadlock)
+    [report] = run(ctx, ["entity_similarity"])
+    assert len(calls) == 2 and report.notes["transient_retries"] == 1
+    assert report.notes["path"] == "exact"  # not "incremental" from the partial layer
+    assert _layers(ctx.db) == whole
+
+
 def test_the_noderag_lane_runs_beside_the_other_stages_and_builds_the_same_graph(
     ctx: AugmentContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:

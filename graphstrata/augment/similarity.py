@@ -17,6 +17,7 @@ beyond, and, for KET-RAG's lexical half, a sparse product.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -37,43 +38,55 @@ HNSW_M, HNSW_EF = 5, 200
 KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, "random_joins": 20, "random_seed": 42}
 
 
-def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: str, **params: str) -> list[dict]:
+@dataclass
+class Layer:
+    """A similarity layer's rows, and the state to record once they are written (``path``: which path ran)."""
+
+    rows: list[dict]
+    state: str
+    path: str
+
+
+def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: str, **params: str) -> Layer:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score):
     exact (numpy) up to ``knn_exact_max_nodes`` nodes; beyond, the inverted file of
     :mod:`graphstrata.algorithms.ann` (near-linear), or GDS KNN with ``knn_approximate="gds"``.
     After a small ingest, a layer last built by this function with the same k is updated in place
     (:mod:`graphstrata.augment.knn_incremental`): ``stored`` names the query of its stored pairs
-    (``augment.<stored>_pairs`` with `params`). ``PATHS[name]`` says which path ran."""
+    (``augment.<stored>_pairs`` with `params`).
+
+    The layer's state says ``writing`` from here until :func:`layer_written`: a run that stops
+    half-way (a deadlock the stage is retried for, a crash) leaves a layer the next run must not
+    update in place, as it would a complete one."""
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
     p = ctx.params
     approximate = n > p.knn_exact_max_nodes
+    prior = ctx.db.read_one(query("augment.layer_state"), layer=name)
+    _set_state(ctx, name, "writing")
     if approximate and p.knn_approximate == "gds":
-        _set_state(ctx, name, "gds")
-        return _pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k))
+        return Layer(_pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k)), "gds", "gds")
     ids, vecs = embedded(ctx, labels)
     if len(ids) < 2:
-        return []
+        return Layer([], f"knn:{k}", "exact")
     found = None
-    prior = ctx.db.read_one(query("augment.layer_state"), layer=name)
     if p.knn_incremental and prior is not None and prior["state"] == f"knn:{k}":
         have = ctx.db.read_rows(query(f"augment.{stored}_pairs"), ["a", "b", "score"], **params)
         found = update_knn(ids, vecs, have, k, p.knn_incremental_max_share)
     path = "incremental" if found is not None else "approximate" if approximate else "exact"
     if found is None:
         found = ivf_knn(vecs, k, p.ann_cell_size, p.ann_nprobe) if approximate else exact_knn(vecs, k)
-    _set_state(ctx, name, f"knn:{k}", path)
     sources, targets, scores = found
     rows = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
-    return _pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in rows)
+    return Layer(_pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in rows), f"knn:{k}", path)
 
 
-def _set_state(ctx: AugmentContext, name: str, state: str, path: str | None = None) -> None:
+def layer_written(ctx: AugmentContext, name: str, layer: Layer) -> None:
+    """Record that ``layer`` is stored whole: the next run may update it in place."""
+    _set_state(ctx, name, layer.state)
+
+
+def _set_state(ctx: AugmentContext, name: str, state: str) -> None:
     ctx.db.write(query("augment.set_layer_state"), layer=name, state=state)
-    PATHS[name] = path or state
-
-
-#: the path each layer's last build took (exact, approximate, incremental, gds): the stage reports it
-PATHS: dict[str, str] = {}
 
 
 def embedded(ctx: AugmentContext, labels: list[str]) -> tuple[list[str], np.ndarray]:
@@ -159,29 +172,31 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
     semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k, "similar", label="Chunk", kind="semantic")
     lexical = lexical_rows(ctx.db.read_rows(query("augment.chunk_keywords"), ["chunk", "keyword"]), k)
-    changed = replace_similar(ctx, "Chunk", "semantic", semantic)
+    changed = replace_similar(ctx, "Chunk", "semantic", semantic.rows)
+    layer_written(ctx, "chunk_knn", semantic)
     changed_lexical = replace_similar(ctx, "Chunk", "lexical", lexical)
     return StageReport(
         stage="chunk_knn",
         counts={
-            "semantic": len(semantic),
+            "semantic": len(semantic.rows),
             "lexical": len(lexical),
             "written": changed["written"] + changed_lexical["written"],
             "deleted": changed["deleted"] + changed_lexical["deleted"],
         },
-        notes={"k": k, "path": PATHS.get("chunk_knn")},
+        notes={"k": k, "path": semantic.path},
     )
 
 
 @stage("entity_similarity", order=15)
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
-    rows = knn_rows(ctx, "entity_knn", ["Entity"], k, "similar", label="Entity", kind="semantic")
-    changed = replace_similar(ctx, "Entity", "semantic", rows)
+    layer = knn_rows(ctx, "entity_knn", ["Entity"], k, "similar", label="Entity", kind="semantic")
+    changed = replace_similar(ctx, "Entity", "semantic", layer.rows)
+    layer_written(ctx, "entity_knn", layer)
     return StageReport(
         stage="entity_similarity",
-        counts={"edges": len(rows), **changed},
-        notes={"k_neighbor": k, "path": PATHS.get("entity_knn")},
+        counts={"edges": len(layer.rows), **changed},
+        notes={"k_neighbor": k, "path": layer.path},
     )
 
 
@@ -194,17 +209,18 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
     labels = ["Chunk", "SemanticUnit", "Attribute", "HighLevel"]
     present = [lb for lb in labels if ctx.db.read_one(query("augment.label_present"), label=lb)["present"]]
     if not present:
-        rows = []
+        layer = Layer([], f"knn:{k}", "exact")
     elif graph == "hnsw":
-        _set_state(ctx, "semantic_knn", "hnsw")  # not a top-k layer: the next knn run is a full one
-        rows = hnsw_rows(ctx, present)
+        _set_state(ctx, "semantic_knn", "writing")
+        layer = Layer(hnsw_rows(ctx, present), "hnsw", "hnsw")  # not a top-k layer: the next knn run is full
     else:
-        rows = knn_rows(ctx, "semantic_knn", present, k, "semantic_edges")
-    changed = replace_edges(ctx, rows, "semantic_edges")
+        layer = knn_rows(ctx, "semantic_knn", present, k, "semantic_edges")
+    changed = replace_edges(ctx, layer.rows, "semantic_edges")
+    layer_written(ctx, "semantic_knn", layer)
     notes = {"graph": graph, "labels": present} | (
-        {"k": k, "path": PATHS.get("semantic_knn")} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF}
+        {"k": k, "path": layer.path} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF}
     )
-    return StageReport(stage="semantic_edges", counts={"edges": len(rows), **changed}, notes=notes)
+    return StageReport(stage="semantic_edges", counts={"edges": len(layer.rows), **changed}, notes=notes)
 
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:
