@@ -1,7 +1,8 @@
 """pytest plugin: the real local model (``graphstrata llm start``'s server) for the tests that need
 it, started once per session through the product's own launcher (which installs it on first use).
 
-The server listens on ``GRAPHSTRATA_TEST_LLM_PORT`` (default 17753). Replies are capped at
+The server listens on ``GRAPHSTRATA_TEST_LLM_PORT`` (default: a free port, so that two test runs on
+one machine never share a server; its pid and log live under a folder of that port). Replies are capped at
 ``TEST_MAX_TOKENS`` so a rambling answer costs seconds, not minutes.
 """
 
@@ -17,8 +18,9 @@ import pytest
 from graphstrata.config import Settings
 from graphstrata.llm import LLMClient
 from graphstrata.llm_local import LocalLLM
+from tests.run_instance import free_ports
 
-TEST_PORT = int(os.environ.get("GRAPHSTRATA_TEST_LLM_PORT", "17753"))
+TEST_PORT = int(os.environ.get("GRAPHSTRATA_TEST_LLM_PORT") or free_ports(1)[0])
 TEST_MAX_TOKENS = 640
 TEST_CTX = 8192
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -61,6 +62,19 @@ TEXTS = [
     "Neo4j stores graphs; GDS runs PageRank, Leiden and k-core on projections of them.",
     "Ünïcödé, emoji 🚀 and CJK 图数据库 are tokenised too.",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _drop_the_tests_own_encoders() -> Iterator[None]:
+    """Encoders a test builds for itself (another thread count, precision or model cache) go when it
+    ends: the process would keep up to four (~300-500 MB each with their sessions' buffers)."""
+    from graphstrata import embed
+
+    before = set(embed._ENCODERS)
+    yield
+    with embed._ENCODERS_LOCK:
+        for key in [k for k in embed._ENCODERS if k not in before]:
+            del embed._ENCODERS[key]
 
 
 @pytest.fixture(scope="module", params=RUNTIMES)

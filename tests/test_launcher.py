@@ -17,6 +17,7 @@ from neo4j.exceptions import AuthError
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.neo4j_local import GDS_VERSION, NEO4J_VERSION, Instance, LauncherError
+from tests.run_instance import free_ports  # never fixed ports: two test runs may share the machine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +107,7 @@ def test_another_users_folder_is_never_touched(local: Instance, tmp_path: Path) 
     foreign.mkdir()
     (foreign / "keep.txt").write_text("theirs")
     os.chown(foreign, 65534, 65534)
-    inst = Instance("pytest-foreign", foreign, 17901, 17902, "512m", "64m")
+    inst = Instance("pytest-foreign", foreign, *free_ports(2), "512m", "64m")
     with pytest.raises(LauncherError, match="another user"):
         inst.start()
     with pytest.raises(LauncherError, match="another user"):
@@ -115,7 +116,7 @@ def test_another_users_folder_is_never_touched(local: Instance, tmp_path: Path) 
 
 
 def test_failed_start_exits_with_the_log_tail(local: Instance, tmp_path: Path) -> None:
-    bad = Instance("pytest-bad", tmp_path / "bad", 17903, 17904, "1k", "64m")  # the JVM refuses a 1 KiB heap
+    bad = Instance("pytest-bad", tmp_path / "bad", *free_ports(2), "1k", "64m")  # the JVM refuses a 1 KiB heap
     with pytest.raises(LauncherError) as err:
         bad.start(timeout=60)
     assert "exited with code" in str(err.value) and "console.log" in str(err.value)
@@ -126,7 +127,7 @@ def test_a_killed_server_still_exiting_is_waited_for(tmp_path: Path) -> None:
     """After `kill -9` the server's /proc entry outlives its command line while its ports are being
     released: `pid` no longer sees it, `exiting` does (and `start` waits for it before it checks the
     ports). Kernel threads have no command line either: kthreadd (pid 2) stands in for it."""
-    inst = Instance("pytest-exiting", tmp_path / "exiting", 17907, 17908, "512m", "64m")
+    inst = Instance("pytest-exiting", tmp_path / "exiting", *free_ports(2), "512m", "64m")
     inst.pid_file.parent.mkdir(parents=True)
     assert inst.exiting() is None  # no pid file
     if Path("/proc/2/cmdline").exists() and not Path("/proc/2/cmdline").read_bytes():
@@ -142,7 +143,7 @@ def test_a_killed_server_still_exiting_is_waited_for(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_fresh_instance_start_stop_cycle(local: Instance, tmp_path: Path) -> None:
     """A brand-new instance: password generated, server up, status right, clean stop, restart keeps data."""
-    inst = Instance("pytest-cycle", tmp_path / "cycle", 17905, 17906, "1g", "64m")
+    inst = Instance("pytest-cycle", tmp_path / "cycle", *free_ports(2), "1g", "64m")
     try:
         assert inst.start(timeout=240) is True
         password = inst.password()
@@ -224,7 +225,7 @@ def test_first_password_never_on_a_command_line(
     file, which is gone afterwards; the real tool sets it (auth.ini written)."""
     from graphstrata import neo4j_local
 
-    inst = Instance("pytest-argfile", tmp_path / "argfile", 17907, 17908, "1g", "64m")
+    inst = Instance("pytest-argfile", tmp_path / "argfile", *free_ports(2), "1g", "64m")
     dist = neo4j_local.ensure_distribution(neo4j_settings, log=lambda *a: None)
     java, _ = neo4j_local.find_java()
     inst.write_conf(dist)
@@ -247,11 +248,11 @@ def test_browser_is_told_the_instances_own_ports(tmp_path: Path, neo4j_settings:
     """A non-default instance's Browser must not be sent to Bolt 7687 (another server's port)."""
     from graphstrata import neo4j_local
 
-    inst = Instance("pytest-ports", tmp_path / "ports", 17909, 17910, "1g", "64m")
+    inst = Instance("pytest-ports", tmp_path / "ports", *free_ports(2), "1g", "64m")
     inst.write_conf(neo4j_local.Distribution(tmp_path / "dist"))
     conf = (inst.conf_dir / "neo4j.conf").read_text().splitlines()
-    assert "server.bolt.advertised_address=127.0.0.1:17909" in conf
-    assert "server.http.advertised_address=127.0.0.1:17910" in conf
+    assert f"server.bolt.advertised_address=127.0.0.1:{inst.bolt_port}" in conf
+    assert f"server.http.advertised_address=127.0.0.1:{inst.http_port}" in conf
 
 
 def test_a_password_that_would_start_with_a_dash_is_drawn_again(
@@ -261,7 +262,7 @@ def test_a_password_that_would_start_with_a_dash_is_drawn_again(
 
     draws = iter(["-looks-like-an-option", "_also-not-first", "Plain-password_1"])
     monkeypatch.setattr(neo4j_local.secrets, "token_urlsafe", lambda n: next(draws))
-    inst = Instance("pytest-dash", tmp_path / "dash", 17905, 17906, "512m", "64m")
+    inst = Instance("pytest-dash", tmp_path / "dash", *free_ports(2), "512m", "64m")
     for d in (inst.root, inst.data, inst.logs):
         d.mkdir(parents=True, exist_ok=True)
     dist = neo4j_local.ensure_distribution(log=lambda *_: None)
@@ -277,7 +278,7 @@ def test_a_restored_older_store_does_not_wedge_the_connection(local: Instance, t
     query waits once for the missing transaction, then the connection goes on from the store as it
     is and says so (`bookmark_resets`, which /health shows)."""
     quick_wait = {"db.transaction.bookmark_ready_timeout": "1s"}
-    inst = Instance("pytest-restore", tmp_path / "restore", 17907, 17908, "512m", "64m", quick_wait)
+    inst = Instance("pytest-restore", tmp_path / "restore", *free_ports(2), "512m", "64m", quick_wait)
     inst.start(timeout=180)
     try:
         db = Database(inst.bolt_uri, ("neo4j", inst.password() or ""))
@@ -356,7 +357,7 @@ def test_neo4j_starts_on_a_runtime_without_the_vector_api(
     )
     monkeypatch.setenv("GRAPHSTRATA_JAVA_HOME", str(runtime))
     assert find_java()[0] == runtime / "bin" / "java"
-    inst = Instance("pytest-trimmed", tmp_path / "inst", 17911, 17912, "1g", "64m")
+    inst = Instance("pytest-trimmed", tmp_path / "inst", *free_ports(2), "1g", "64m")
     try:
         assert inst.start(timeout=240) is True
         with Database(inst.bolt_uri, ("neo4j", inst.password())) as db:
