@@ -312,6 +312,7 @@ class LLMClient:
         *,
         max_reasks: int = 2,
         json_schema: dict[str, Any] | None = None,
+        shorter: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         **params: Any,
     ) -> M:
         """A reply validated as ``schema``: repaired if malformed, re-asked with the error if invalid.
@@ -320,7 +321,9 @@ class LLMClient:
         re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
         Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, when the endpoint
         stays unreachable or when the prompt exceeds its context window. The reply is constrained to
-        ``json_schema`` (default: ``schema``'s) through ``response_format`` unless the caller sets one.
+        ``json_schema`` (default: ``schema``'s) through ``response_format`` unless the caller sets one;
+        after a reply cut off at the token limit, to ``shorter(json_schema)`` (tighter bounds: a small
+        model that repeats items until the limit gets a schema whose replies fit).
         """
         params = self._params(params)
         with self._counting_failures(stage):
@@ -361,6 +364,9 @@ class LLMClient:
                     error = reask_reason(exc)
                     if getattr(self._finish, "reason", None) == "length":
                         error = f"{TRUNCATED} ({error})"
+                        if fmt is not None and shorter is not None:
+                            json_schema = shorter(json_schema or schema.model_json_schema())
+                            fmt = response_format(schema.__name__, json_schema)
                     errors.append(error)
                     conversation = [
                         *messages,

@@ -15,7 +15,13 @@ import pytest
 from graphstrata.config import Settings
 from graphstrata.generate import EMPTY_ANSWER, UNCITED, answer
 from graphstrata.ingest.extract import ChunkExtraction, extract_with_llm
-from graphstrata.ingest.extract_grounding import ground, reply_schema
+from graphstrata.ingest.extract_grounding import (
+    MAX_ENTITIES,
+    TEXT_CHARS,
+    ground,
+    reply_schema,
+    shorter_schema,
+)
 from graphstrata.llm import ExtractionFailed
 from graphstrata.llm_structured import PromptTooLong
 from graphstrata.retrieval.base import ContextItem, RetrievalResult
@@ -165,6 +171,23 @@ def test_empty_and_truncated_replies_are_named_in_the_failure(scripted: Scripted
     errors = info.value.errors
     assert len(errors) == 3 and "empty" in errors[0]
     assert all("cut off at the token limit" in e for e in errors[1:])
+
+
+def test_after_a_cut_off_reply_the_schema_is_tighter(scripted: ScriptedFake, tmp_path) -> None:
+    """A small model repeats items until the token limit (SmolLM2-135M at temperature 0 did so on
+    every chunk of the real-model tests): the next attempt is constrained to a quarter of the bounds,
+    so its reply fits; a plain invalid reply (not cut off) keeps the schema."""
+    client = make_llm_client(scripted, tmp_path)
+    scripted.say('{"title": "Maximum Overdrive", "description": "A 19', finish="length")
+    scripted.say('{"title": 5}')  # invalid, not cut off
+    scripted.say(reply())
+    x = extract_with_llm(client, TEXT)
+    assert x.title == "Maximum Overdrive"
+    bounds = [f["json_schema"]["schema"]["properties"]["entities"] for f in scripted.formats[-3:]]
+    assert [b["maxItems"] for b in bounds] == [MAX_ENTITIES, MAX_ENTITIES // 4, MAX_ENTITIES // 4]
+    described = bounds[1]["items"]["properties"]["description"]
+    assert described["maxLength"] == TEXT_CHARS // 4
+    assert shorter_schema(shorter_schema(reply_schema(["PERSON"])))["properties"]["entities"]["maxItems"] == 1
 
 
 @pytest.mark.parametrize("scripted", [{"ctx_chars": 2000}], indirect=True)
