@@ -321,17 +321,12 @@ class LLMClient:
         re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
         Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, when the endpoint
         stays unreachable or when the prompt exceeds its context window. The reply is constrained to
-        ``json_schema`` (default: ``schema``'s) through ``response_format`` unless the caller sets one;
-        after a reply cut off at the token limit, to ``shorter(json_schema)`` (tighter bounds: a small
-        model that repeats items until the limit gets a schema whose replies fit).
-        """
+        ``json_schema`` (default: ``schema``'s) unless the caller sets a ``response_format``; after a
+        reply cut off at the token limit, to ``shorter(json_schema)`` (tighter bounds, so it fits)."""
         params = self._params(params)
         with self._counting_failures(stage):
             model = self._require_chat_model()
-            fingerprint = {
-                "name": schema.__name__,
-                "schema": schema.model_json_schema(),
-            }
+            fingerprint = {"name": schema.__name__, "schema": schema.model_json_schema()}
             key = ReplyCache.key(
                 "chat_json", model, {"messages": list(messages), "params": params, "schema": fingerprint}
             )
@@ -443,14 +438,11 @@ class LLMClient:
         return map_threads(fn, items, self.concurrency, progress=progress, return_exceptions=return_exceptions)
 
 
-def _estimate_tokens(text: str) -> int:  # ~4 characters a token, for endpoints that report no usage
-    return max(1, len(text) // 4)
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)  # ~4 characters a token, for endpoints that report no usage
 
 
 @lru_cache(maxsize=1)
 def get_llm() -> LLMClient:
-    """The process-wide client for the configured endpoint (one cache, one usage ledger).
-
-    Raises :class:`LLMNotConfigured` when no endpoint/model is set; callers then use no-LLM mode.
-    """
+    """The process-wide client (one cache, one usage ledger); :class:`LLMNotConfigured` without an endpoint."""
     return LLMClient.from_settings(get_settings())
