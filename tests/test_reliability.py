@@ -207,6 +207,11 @@ def test_neo4j_killed_mid_ingest_then_rerun_is_complete(neo4j_mode: str, neo4j_s
         os.kill(inst.pid(), signal.SIGKILL)
         worker.join(timeout=300)
         assert failure, "the ingest must fail loudly when the database dies"
+        # restarted on fresh ports: the killed server's are free for anyone meanwhile (another test
+        # run on the machine took one once); the store and its password are the instance's own
+        bolt, http = free_ports(2)
+        s = s.model_copy(update={"bolt_port": bolt, "http_port": http})
+        inst = Instance.from_settings(s)
         inst.start(timeout=240)
         with GraphStrata(s) as g:
             # no half documents: every stored document has all of its chunks
