@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from graphstrata.algorithms.chunk_links import chunk_links
 from graphstrata.augment import AugmentContext, StageReport, refresh_text_vectors, stage
+from graphstrata.augment.similarity import replace_edges
 from graphstrata.cypher import query
 from graphstrata.text.nlp import EXTRACTIVE
 
@@ -56,7 +57,6 @@ def darag_chunk_edges(ctx: AugmentContext) -> StageReport:
     mentions = ctx.db.read_rows(query("augment.chunk_mentions"), ["chunk", "entity"])
     relations = ctx.db.read_rows(query("augment.entity_relations"), ["source", "target"])
     a, b, weight = chunk_links(chunks, mentions, relations, ctx.params.darag_hub_mentions)
-    ctx.db.auto(query("augment.delete_chunk_relations"))
-    rows = [{"a": chunks[i], "b": chunks[j], "weight": int(w)} for i, j, w in zip(a, b, weight, strict=True)]
-    ctx.db.write_batches(query("augment.write_chunk_relations"), rows, batch_size=5000)
-    return StageReport(stage="darag_chunk_edges", counts={"edges": len(rows)})
+    rows = [{"a": chunks[i], "b": chunks[j], "score": int(w)} for i, j, w in zip(a, b, weight, strict=True)]
+    changed = replace_edges(ctx, rows, "chunk_related")  # only the pairs that changed are written
+    return StageReport(stage="darag_chunk_edges", counts={"edges": len(rows), **changed})

@@ -154,10 +154,10 @@ def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]
 
 
 def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: str) -> dict[str, int]:
-    """Make a similarity layer's stored edges (``augment.<edges>_pairs``) equal ``rows`` ({a, b, score},
-    each pair from its smaller id): delete the pairs no longer among them, write those new or scored
-    otherwise. The layer ends as a full rewrite leaves it; an augment after a small ingest writes
-    only what the new nodes changed."""
+    """Make a layer's stored edges (``augment.<edges>_pairs``: a similarity layer, DA-RAG's chunk layer)
+    equal ``rows`` ({a, b, score}, each pair from its smaller id): delete the pairs no longer among
+    them, write those new or scored otherwise. The layer ends as a full rewrite leaves it; an augment
+    after a small ingest writes only what the new nodes changed."""
     have = {(a, b): s for a, b, s in ctx.db.read_rows(query(f"augment.{edges}_pairs"), ["a", "b", "score"], **params)}
     want = {(r["a"], r["b"]): r["score"] for r in rows}
     gone = [{"a": a, "b": b} for a, b in have if (a, b) not in want]

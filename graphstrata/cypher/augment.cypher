@@ -169,10 +169,16 @@ MATCH (b {id: r.b}) WHERE b:Chunk OR b:SemanticUnit OR b:Attribute OR b:HighLeve
 MERGE (a)-[s:SEMANTIC]->(b)
 SET s.score = r.score;
 
-// name: delete_chunk_relations
-// (in batches: a dense layer may hold a million edges)
-MATCH (:Chunk)-[r:CHUNK_RELATED]->(:Chunk)
-CALL (r) { DELETE r } IN TRANSACTIONS OF 10000 ROWS;
+// name: chunk_related_pairs
+// DA-RAG's chunk layer as stored (graphstrata/augment/similarity.py replace_edges keeps it equal to
+// what darag_chunk_edges computes): each pair from its smaller id, its weight as the score.
+MATCH (a:Chunk)-[r:CHUNK_RELATED]->(b:Chunk)
+RETURN a.id AS a, b.id AS b, r.weight AS score;
+
+// name: delete_chunk_related_pairs
+UNWIND $rows AS r
+MATCH (:Chunk {id: r.a})-[s:CHUNK_RELATED]->(:Chunk {id: r.b})
+DELETE s;
 
 // name: chunk_ids
 MATCH (c:Chunk)
@@ -188,12 +194,13 @@ RETURN c.id AS chunk, e.id AS entity;
 MATCH (a:Entity)-[:RELATED]->(b:Entity)
 RETURN a.id AS source, b.id AS target;
 
-// name: write_chunk_relations
+// name: write_chunk_related
 // DA-RAG §4.1: chunks c_i, c_j are linked when a KG relation joins an entity of c_i to one of c_j
 // (weight: the number of such links); stored once, from the smaller id.
-UNWIND $rows AS row
-MATCH (a:Chunk {id: row.a}), (b:Chunk {id: row.b})
-CREATE (a)-[:CHUNK_RELATED {weight: row.weight}]->(b);
+UNWIND $rows AS r
+MATCH (a:Chunk {id: r.a}), (b:Chunk {id: r.b})
+MERGE (a)-[s:CHUNK_RELATED]->(b)
+SET s.weight = r.score;
 
 // name: label_present
 RETURN EXISTS { MATCH (n:$($label)) } AS present;
