@@ -163,9 +163,9 @@ class ChunkLayer:
             rank = np.full(len(self.ids), members.size, dtype=np.int64)
             rank[members[np.lexsort((members, -cos[members]))]] = np.arange(members.size)
             rank[first] = -1
-            cut = np.sort(rank[pairs].max(axis=1))[max_edges]
-            members = np.unique(np.concatenate([first, members[rank[members] < cut]]))
-            pairs = self._pairs_among(members)
+            cut = max(int(np.sort(rank[pairs].max(axis=1))[max_edges]), 0)  # 0: the seeds alone, all their edges
+            members = members[rank[members] < cut]
+            pairs = pairs[(rank[pairs] < cut).all(axis=1)]  # the range's edges among the members kept
         local = np.full(len(self.ids), -1, dtype=np.int64)
         local[members] = np.arange(members.size)
         return members, TrussIndex(local[pairs].reshape(-1, 2))
