@@ -262,13 +262,11 @@ def cypher(
                 from graphstrata import text2cypher
 
                 answer = text2cypher.run(db, text, question, max_rows=s.cypher_max_rows, timeout=s.cypher_timeout)
-                result = lib.Result(answer.keys, answer.rows)
-                if answer.capped:
-                    capped = f", capped at {answer.max_rows} (GRAPHSTRATA_CYPHER_MAX_ROWS): more rows matched"
+                result = lib.Result(answer.keys, answer.rows, answer.capped)
             else:
                 bounds = {"timeout": s.cypher_timeout, "max_rows": s.cypher_max_rows}
                 result = lib.run(db, q.text if q else text, params, **bounds)
-            if result.capped and not capped:
+            if result.capped:
                 capped = f", capped at {s.cypher_max_rows} (GRAPHSTRATA_CYPHER_MAX_ROWS): more rows matched"
     except lib.LibraryError as e:
         _fail(str(e))
