@@ -62,13 +62,14 @@ def in_graph(db: Database) -> list[DocumentInfo]:
 
 def find(db: Database, ref: str) -> list[DocumentInfo]:
     """Documents (and unreadable files) whose id, source or title is ``ref``, with their failed chunks."""
-    docs = [_info(r) for r in db.read(query("documents.get"), ref=ref)]
-    return docs + [f for f in failed_files(db) if ref in (f.id, f.source, f.title)]
+    return [_info(r) for r in db.read(query("documents.get"), ref=ref)] + failed_files(db, ref)
 
 
-def failed_files(db: Database) -> list[DocumentInfo]:
-    """Files that could not be read (``FailedFile``), unless a readable version is in the graph now."""
-    return [DocumentInfo(**r, status="failed") for r in db.read(query("documents.failed_files"))]
+def failed_files(db: Database, ref: str | None = None) -> list[DocumentInfo]:
+    """Files that could not be read (``FailedFile``), unless a readable version is in the graph now;
+    with ``ref``, those whose id, source or title it is."""
+    failed = [DocumentInfo(**r, status="failed") for r in db.read(query("documents.failed_files"))]
+    return [f for f in failed if ref is None or ref in (f.id, f.source, f.title)]
 
 
 def record_failed(db: Database, failures: list[tuple[str, str, str, str]]) -> None:
@@ -87,7 +88,7 @@ def clear_failed(db: Database, ids: list[str]) -> None:
 def forget_failed(db: Database, ref: str) -> list[dict[str, str]]:
     """Delete the failures of the unreadable files ``ref`` names (id, source or title): ``{id, title,
     source}`` of each (what a delete answers)."""
-    gone = [f for f in failed_files(db) if ref in (f.id, f.source, f.title)]
+    gone = failed_files(db, ref)
     clear_failed(db, [f.id for f in gone])
     return [{"id": f.id, "title": f.title, "source": f.source} for f in gone]
 
