@@ -145,7 +145,7 @@ class _TriangleIndex:
     support: IntArray  # (m,) number of triangles per edge
 
 
-def _csr_gather(ptr: IntArray, data: IntArray, rows: IntArray) -> IntArray:
+def csr_gather(ptr: IntArray, data: IntArray, rows: IntArray) -> IntArray:
     """Concatenation of ``data[ptr[r]:ptr[r+1]]`` for every ``r`` in ``rows``, without a Python loop."""
     starts = ptr[rows]
     lengths = ptr[rows + 1] - starts
@@ -182,7 +182,7 @@ def _triangle_index(g: SimpleGraph) -> _TriangleIndex:
         base = cum[lo - 1] if lo else 0
         hi = max(int(np.searchsorted(cum, base + _WEDGE_CHUNK, side="right")), lo + 1)
         i_idx = np.arange(lo, hi)
-        j_idx = _csr_gather(out_ptr, np.arange(m, dtype=np.int64), dst[i_idx])
+        j_idx = csr_gather(out_ptr, np.arange(m, dtype=np.int64), dst[i_idx])
         i_idx = np.repeat(i_idx, wedges_per_edge[lo:hi])
         closing = src[i_idx] * n + dst[j_idx]  # the key a→c must exist for a triangle
         pos = np.searchsorted(okey, closing)
@@ -225,7 +225,7 @@ def _peel_levels(m: int, idx: _TriangleIndex) -> IntArray:
         truss[frontier] = k
         edge_alive[frontier] = False
         remaining -= frontier.size
-        tris = _csr_gather(idx.edge_ptr, idx.edge_tris, frontier)
+        tris = csr_gather(idx.edge_ptr, idx.edge_tris, frontier)
         tris = np.unique(tris[tri_alive[tris]])  # a triangle may be reached through two frontier edges
         if tris.size == 0:
             frontier = np.empty(0, dtype=np.int64)

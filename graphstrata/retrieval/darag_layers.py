@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 import numpy as np
 
 from graphstrata.algorithms.eacs import TrussIndex, density_bound, diameter_bound, pairwise_similarity
+from graphstrata.algorithms.ktruss import csr_gather
 from graphstrata.algorithms.qpeel import Community
 from graphstrata.cypher import query
 from graphstrata.db import Database
@@ -86,6 +87,7 @@ def community_key(layer: str, k: int, members: list[str]) -> str:
     return f"eacs:{layer}:k{k}:{digest}"
 
 
+@lru_cache(maxsize=8192)  # a working subgraph's communities render the same descriptions again
 def clip(text: str | None, limit: int = MAX_DESCRIPTION_CHARS) -> str:
     text = re.sub(r"\s+", " ", text or "").strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -150,22 +152,35 @@ class ChunkLayer:
         if seeds is None:
             return np.arange(len(self.ids)), self.truss
         first = self.nearest(cos, seeds)
-        around = [first] + [self.nbr[self.nbr_ptr[i] : self.nbr_ptr[i + 1]] for i in first.tolist()]
-        members = np.unique(np.concatenate(around))
+        members = np.unique(np.concatenate([first, csr_gather(self.nbr_ptr, self.nbr, first)]))
         if members.size > limit:  # the nearest first: the seeds always stay (limit >= seeds)
             keep = np.lexsort((members, -cos[members]))[:limit]
             members = np.unique(np.concatenate([first, members[keep]]))
-        pairs = self._pairs_among(members)
-        if max_edges is not None and len(pairs) > max_edges:
+        if max_edges is None:
+            pairs = self._pairs_among(members)
+        else:
             # members ranked nearest first, the seeds before all: an edge is in a prefix of that order
             # when its farther end is, so the longest prefix holding at most max_edges edges ends
             # before the (max_edges + 1)-th smallest farther-end rank
             rank = np.full(len(self.ids), members.size, dtype=np.int64)
-            rank[members[np.lexsort((members, -cos[members]))]] = np.arange(members.size)
+            order = members[np.lexsort((members, -cos[members]))]
+            rank[order] = np.arange(members.size)
             rank[first] = -1
-            cut = max(int(np.sort(rank[pairs].max(axis=1))[max_edges]), 0)  # 0: the seeds alone, all their edges
-            members = members[rank[members] < cut]
-            pairs = pairs[(rank[pairs] < cut).all(axis=1)]  # the range's edges among the members kept
+            order = order[np.argsort(rank[order], kind="stable")]
+            # prefixes of doubling length until one holds more than max_edges edges: the cut lies in
+            # it, and the work is that of at most twice the kept prefix, not of the whole range
+            size = min(members.size, max(first.size, 64))
+            while True:
+                pairs = self._pairs_among(order[:size])
+                if len(pairs) > max_edges or size == members.size:
+                    break
+                size = min(2 * size, members.size)
+            members = np.sort(order[:size])
+            if len(pairs) > max_edges:
+                far = rank[pairs].max(axis=1)
+                cut = max(int(np.partition(far, max_edges)[max_edges]), 0)  # 0: the seeds alone, all their edges
+                members = members[rank[members] < cut]
+                pairs = pairs[far < cut]  # the range's edges among the members kept
         local = np.full(len(self.ids), -1, dtype=np.int64)
         local[members] = np.arange(members.size)
         return members, TrussIndex(local[pairs].reshape(-1, 2))
@@ -174,13 +189,8 @@ class ChunkLayer:
         """The layer's edges with both ends in ``members`` (chunk indices), each once from its smaller end."""
         inside = np.zeros(len(self.ids), dtype=bool)
         inside[members] = True
-        rows = [
-            np.stack([np.full(hi - lo, i), self.nbr[lo:hi]], axis=1)
-            for i in members.tolist()
-            for lo, hi in [(self.nbr_ptr[i], self.nbr_ptr[i + 1])]
-            if hi > lo
-        ]
-        pairs = np.concatenate(rows) if rows else np.zeros((0, 2), dtype=np.int64)
+        degree = self.nbr_ptr[members + 1] - self.nbr_ptr[members]
+        pairs = np.stack([np.repeat(members, degree), csr_gather(self.nbr_ptr, self.nbr, members)], axis=1)
         pairs = pairs[pairs[:, 0] < pairs[:, 1]]
         return pairs[inside[pairs].all(axis=1)]
 

@@ -56,11 +56,12 @@ class DARAGParams(RetrieverParams):
         description="most chunks in the coarse search range (the nearest to the query kept; ours)",
     )
     coarse_edges: int | None = Field(
-        20_000,
+        10_000,
         ge=1,
         description="most chunk-layer edges in the coarse search range: the chunks farthest from the query are "
         "dropped until it fits (ours: a range bounded in chunks alone can hold a dense layer's ~250k edges, "
-        "whose truss decomposition takes seconds per question); None: no bound",
+        "whose truss decomposition takes seconds per question; 10,000 measured against 20,000 and 5,000 in "
+        "bench/results/variants.md); None: no bound",
     )
     coarse_anchors: int = Field(
         5,
