@@ -51,7 +51,7 @@ from graphstrata.algorithms.sgrag import (
     train_dominance,
 )
 from graphstrata.algorithms.sgrag.dominance import dominance_mask, dominates
-from graphstrata.algorithms.sgrag.query_graph import hop_compatible
+from graphstrata.algorithms.sgrag.query_graph import enumerate_paths_through, hop_compatible
 
 ENC = HashingLabelEncoder(16, seed=3)
 
@@ -782,6 +782,38 @@ def test_wildcard_pass_gives_the_same_matches():
         if query.unknown_nodes:
             assert wild.wildcard_pass
         assert result_set(normal) == result_set(wild) == nx_matches(query, graph)
+
+
+def test_paths_through_labelled_nodes_are_the_enumeration_filtered():
+    """enumerate_paths_through against its definition: every path of enumerate_paths (same order, one
+    per parallel edge) with one of the (position, label) pairs, on multigraphs with parallel edges."""
+    rng = np.random.default_rng(21)
+    for _ in range(8):
+        base = random_data_graph(rng, 14, 30, 4)
+        extra = [(e.src, e.dst, "r2") for e in base.edges if rng.random() < 0.3]  # parallel edges
+        graph = DataGraph(base.labels, [(e.src, e.dst, e.relation) for e in base.edges] + extra)
+        for length in (1, 2, 3):
+            anchored = {(int(rng.integers(length + 1)), f"T{rng.integers(4)}") for _ in range(int(rng.integers(1, 4)))}
+            ref = [p for p in enumerate_paths(graph, length) if any(p.labels[i] == lab for i, lab in anchored)]
+            assert enumerate_paths_through(graph, length, anchored) == ref
+            assert ref, "a label of 4 on 14 nodes: some path has it"
+
+
+@pytest.mark.parametrize("length", [1, 2])
+def test_index_of_the_paths_through_known_nodes_gives_the_full_index_matches(length):
+    """match_query indexes only the paths through the query's known labels: the same matches, in the
+    same order, and the same funnel as with an index of every path."""
+    rng = np.random.default_rng(300 + length)
+    emb = monotone_embedder(length)
+    for _ in range(10):
+        graph = random_data_graph(rng, 30, 70, 5)
+        query = random_query_from(rng, graph, int(rng.integers(3, 6)), p_unknown=0.4)
+        plan_lengths = decompose(query, length).lengths
+        full = build_path_index(graph, plan_lengths, emb)
+        ours = match_query(query, graph, path_length=length, embedder=emb)
+        ref = match_query(query, graph, path_length=length, embedder=emb, index=full)
+        assert [m.binding for m in ours.matches] == [m.binding for m in ref.matches]
+        assert ours.funnel() == ref.funnel()
 
 
 def test_prebuilt_index_and_max_matches():

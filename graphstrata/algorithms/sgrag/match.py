@@ -42,7 +42,13 @@ from graphstrata.algorithms.sgrag.decompose import Decomposition, QueryPath, dec
 from graphstrata.algorithms.sgrag.dominance import path_contained
 from graphstrata.algorithms.sgrag.embedder import DominanceEmbedder
 from graphstrata.algorithms.sgrag.path_index import PathIndex
-from graphstrata.algorithms.sgrag.query_graph import DataGraph, DataPath, QueryGraph, enumerate_paths
+from graphstrata.algorithms.sgrag.query_graph import (
+    DataGraph,
+    DataPath,
+    QueryGraph,
+    enumerate_paths,
+    enumerate_paths_through,
+)
 
 __all__ = ["DominanceEmbedder", "MatchResult", "PathStats", "build_path_index", "match_query"]
 
@@ -56,11 +62,17 @@ def build_path_index(
     embedder: DominanceEmbedder | None = None,
     *,
     node_embeddings: Mapping[NodeId, npt.ArrayLike] | None = None,
+    anchored: Mapping[int, set[tuple[int, str]]] | None = None,
 ) -> PathIndex:
-    """Index all simple paths of ``graph`` with the given lengths (both orientations)."""
+    """Index the simple paths of ``graph`` with the given lengths (both orientations): all of them, or
+    for a length in ``anchored`` only those with a label at a position it names (``(i, label)``, see
+    :func:`enumerate_paths_through`)."""
     paths: list[DataPath] = []
     for length in sorted(set(lengths)):
-        paths.extend(enumerate_paths(graph, length))
+        if anchored is not None and length in anchored:
+            paths.extend(enumerate_paths_through(graph, length, anchored[length]))
+        else:
+            paths.extend(enumerate_paths(graph, length))
     if node_embeddings is None and embedder is not None:
         node_embeddings = embedder.node_embeddings(graph)
     return PathIndex(paths, node_embeddings)
@@ -100,6 +112,21 @@ class MatchResult:
                 raise ValueError("pass the query node: the query has no or several unknown nodes")
             query_node = unknown[0]
         return list(dict.fromkeys(m[query_node] for m in self.matches))
+
+
+def _anchored(query: QueryGraph, paths: Sequence[QueryPath]) -> dict[int, set[tuple[int, str]]]:
+    """Per path length, the (position, label) of every known node of the plan's paths of that length,
+    in both orientations — the only data paths their lookups can return (labels are compared exactly,
+    at known positions, before and after label completion). A length with a path of unknown nodes
+    only is left out: its lookups need every path."""
+    out: dict[int, set[tuple[int, str]]] = {}
+    open_lengths = set()
+    for p in paths:
+        known = {(i, lab) for i, q in enumerate(p.nodes) if (lab := query.labels[q]) is not None}
+        if not known:
+            open_lengths.add(p.length)
+        out.setdefault(p.length, set()).update(known | {(p.length - i, lab) for i, lab in known})
+    return {n: a for n, a in out.items() if n not in open_lengths}
 
 
 def _neighbourhood_key(query: QueryGraph, qpath: QueryPath) -> tuple:
@@ -144,7 +171,7 @@ def match_query(
     result = MatchResult(query, plan, {}, [], None)
     if plan.paths:
         if index is None:
-            index = build_path_index(graph, plan.lengths, embedder)
+            index = build_path_index(graph, plan.lengths, embedder, anchored=_anchored(query, plan.paths))
         elif missing := plan.lengths - set(index.lengths):
             raise ValueError(f"the index has no paths of length {sorted(missing)}")
         _match(query, graph, plan, index, embedder, directed, max_matches, max_label_combinations, result)

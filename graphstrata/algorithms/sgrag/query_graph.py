@@ -41,6 +41,7 @@ __all__ = [
     "QueryGraph",
     "Star",
     "enumerate_paths",
+    "enumerate_paths_through",
     "hop_compatible",
     "is_unknown_label",
 ]
@@ -303,3 +304,67 @@ def enumerate_paths(graph: DataGraph, length: int) -> list[DataPath]:
         limits.check()  # a request's deadline: around a hub this enumerates many paths
         out.extend(extend([start], []))
     return out
+
+
+def enumerate_paths_through(graph: DataGraph, length: int, anchored: Iterable[tuple[int, str]]) -> list[DataPath]:
+    """The paths of :func:`enumerate_paths` (same order, parallel edges alike) that have, for some
+    ``(i, label)`` of ``anchored``, a node labelled ``label`` at position ``i``.
+
+    A query path whose node at position ``i`` is known only matches such data paths, so a plan whose
+    every path has a known node needs no others. They are grown outwards from the labelled nodes — a
+    path with the node at ``i`` is a walk of ``i`` edges from it, reversed, joined to a walk of
+    ``length - i`` edges — so the work is that of the paths kept, not of every path of a candidate
+    subgraph around a hub (millions at length 2)."""
+    if length < 1:
+        raise ValueError("path length must be >= 1")
+
+    def walks(start: NodeId, n: int) -> list[tuple[tuple[NodeId, ...], tuple[tuple[int, Hop], ...]]]:
+        out = [((start,), ())]
+        for _ in range(n):
+            out = [
+                ((*nodes, nbr), (*steps, step))
+                for nodes, steps in out
+                for nbr, step_list in graph.neighbors(nodes[-1]).items()
+                if nbr not in nodes
+                for step in step_list
+            ]
+        return out
+
+    found: dict[tuple[tuple[NodeId, ...], tuple[int, ...]], tuple[Hop, ...]] = {}  # (nodes, edges) → hops
+    rank = {n: i for i, n in enumerate(graph.nodes)}
+    for i, label in sorted(set(anchored)):
+        if not 0 <= i <= length:
+            continue
+        for a in graph.nodes_labelled(label):
+            limits.check()  # a request's deadline
+            rights = walks(a, length - i)
+            for left_nodes, left_steps in walks(a, i):
+                used = set(left_nodes)
+                for right_nodes, right_steps in rights:
+                    if used.intersection(right_nodes[1:]):
+                        continue
+                    nodes = left_nodes[::-1] + right_nodes[1:]
+                    steps = tuple((e, h.reversed()) for e, h in reversed(left_steps)) + right_steps
+                    key = (nodes, tuple(e for e, _ in steps))
+                    found.setdefault(key, tuple(h for _, h in steps))
+    # enumerate_paths' order: start node in graph order, then each step in adjacency order
+    position: dict[NodeId, dict[tuple[NodeId, int], int]] = {}
+
+    def order(key: tuple[tuple[NodeId, ...], tuple[int, ...]]) -> tuple[int, ...]:
+        nodes, edges = key
+        out = [rank[nodes[0]]]
+        for k, e in enumerate(edges):
+            u = nodes[k]
+            if u not in position:
+                position[u] = {
+                    (v, ei): j
+                    for j, (v, ei) in enumerate((v, ei) for v, lst in graph.neighbors(u).items() for ei, _ in lst)
+                }
+            out.append(position[u][(nodes[k + 1], e)])
+        return tuple(out)
+
+    labels = graph.labels
+    return [
+        DataPath(nodes, tuple(labels[n] for n in nodes), found[(nodes, edges)])  # type: ignore[misc]
+        for nodes, edges in sorted(found, key=order)
+    ]
