@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -17,6 +18,16 @@ from graphstrata.config import Settings, get_settings
 
 T = TypeVar("T")
 log = logging.getLogger("graphstrata.db")
+_retries = threading.local()
+
+
+def transient_retries() -> int:
+    """Write transactions this thread has run again after a transient error (a deadlock between
+    concurrent writers, a database briefly unavailable): a caller counts them around its work, as
+    augment does per stage (``notes["transaction_retries"]``)."""
+    return getattr(_retries, "count", 0)
+
+
 DEFAULT_BATCH = 1000
 
 
@@ -236,7 +247,8 @@ class Database:
         return rows[0] if rows else None
 
     def write(self, query: str, **params: Any) -> list[dict[str, Any]]:
-        return self._query(query, params, "w")
+        """One write statement in its own transaction, retried as :meth:`write_tx` retries."""
+        return self.write_tx(lambda tx: [record_dict(r) for r in tx.run(query, params)])
 
     def auto(self, query: str, **params: Any) -> list[dict[str, Any]]:
         """An auto-commit (implicit) transaction: needed by `CALL { … } IN TRANSACTIONS`."""
@@ -255,19 +267,33 @@ class Database:
         """
         deadline = time.monotonic() + max_retry_time
         delay = 1.0
+        reset = False
         while True:
+            left = limits.remaining()  # a request's deadline: refused once passed, else the timeout
+            if left is not None:
+                limits.check()
             try:
-                with self.driver.session(database=self.database) as session, session.begin_transaction() as tx:
+                with (
+                    self.driver.session(database=self.database, bookmark_manager=self._bookmarks) as session,
+                    session.begin_transaction(timeout=None if left is None else max(left, 0.001)) as tx,
+                ):
                     result = work(tx)  # a Transaction offers all that a ManagedTransaction does
                     tx.commit()
                     return result
             except (Neo4jError, DriverError) as e:
                 if is_transaction_memory_limit(e):
                     raise TransactionTooLarge(getattr(e, "message", None) or str(e)) from e
+                if isinstance(e, Neo4jError) and not reset and is_bookmark_ahead(e):
+                    self._reset_bookmarks(e)
+                    reset = True
+                    continue
                 wait = delay * random.uniform(0.8, 1.2)  # jitter: concurrent writers must not retry in step
                 if not e.is_retryable() or time.monotonic() + wait > deadline:
                     raise
-                log.warning("transaction failed, retrying in %.1f s: %s", wait, e)
+                # one line, counted: a deadlock's message spells out the whole lock cycle
+                code = getattr(e, "code", None) or type(e).__name__
+                log.warning("write transaction retried in %.1f s after %s", wait, code)
+                _retries.count = transient_retries() + 1
                 time.sleep(wait)
                 delay *= 2
 

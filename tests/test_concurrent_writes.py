@@ -119,3 +119,45 @@ def test_concurrent_ingests_lose_no_keyword_update(
         assert got_n == n, term
         err = float(np.abs(got - want).max() / np.abs(want).max())
         assert err < 1e-5, f"keyword {term!r}: stored vector is off by {err:.2g} (relative): a lost update"
+
+
+def test_a_deadlock_between_two_writers_is_retried_and_counted(empty_db: Database) -> None:
+    """Two write transactions lock two nodes in opposite orders, lined up by a barrier after their
+    first lock: Neo4j detects the deadlock and ends one; ``write_tx`` runs it again (the other commits
+    meanwhile), both writes land, and the victim's thread counts one retry (``transient_retries``)."""
+    from graphstrata.db import transient_retries
+
+    empty_db.write("UNWIND ['a', 'b'] AS id CREATE (:DeadlockProbe {id: id, writers: []})")
+    lined_up = threading.Barrier(2, timeout=60)
+    retries: dict[str, int] = {}
+    errors: list[BaseException] = []
+
+    def writer(first: str, second: str) -> None:
+        attempts = 0
+
+        def work(tx) -> None:
+            nonlocal attempts
+            attempts += 1
+            for i, node in enumerate((first, second)):
+                tx.run(
+                    "MATCH (n:DeadlockProbe {id: $id}) SET n.writers = n.writers + $me", id=node, me=first
+                ).consume()
+                if i == 0 and attempts == 1:
+                    lined_up.wait()  # each holds its first lock; the second lock closes the cycle
+
+        try:
+            before = transient_retries()
+            empty_db.write_tx(work)
+            retries[first] = transient_retries() - before
+        except BaseException as e:  # reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=pair) for pair in (("a", "b"), ("b", "a"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors, errors
+    assert sorted(retries.values()) == [0, 1]  # exactly one victim, retried once
+    rows = empty_db.read("MATCH (n:DeadlockProbe) RETURN n.id AS id, n.writers AS w ORDER BY id")
+    assert [sorted(r["w"]) for r in rows] == [["a", "b"], ["a", "b"]]  # each writer's two writes, once

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from graphstrata.augment.params import AugmentParams
 from graphstrata.config import Settings
-from graphstrata.db import Database
+from graphstrata.db import Database, transient_retries
 from graphstrata.embed import Embedder
 from graphstrata.gds import GDSError
 from graphstrata.progress import Tracker
@@ -167,6 +167,7 @@ def run(
 
 def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
     t = time.perf_counter()  # a stage's time includes its attempts a transient error ended
+    retried = transient_retries()
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
             try:
@@ -180,5 +181,7 @@ def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
         report.seconds = round(time.perf_counter() - t, 3)
         if attempt > 1:  # counted: a retry by design (module docstring of NODERAG_LANE), never silent
             report.notes["transient_retries"] = attempt - 1
+        if transient_retries() > retried:  # its write transactions retried after a deadlock: counted too
+            report.notes["transaction_retries"] = transient_retries() - retried
         return report
     raise AssertionError("unreachable")
