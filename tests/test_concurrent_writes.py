@@ -139,9 +139,7 @@ def test_a_deadlock_between_two_writers_is_retried_and_counted(empty_db: Databas
             nonlocal attempts
             attempts += 1
             for i, node in enumerate((first, second)):
-                tx.run(
-                    "MATCH (n:DeadlockProbe {id: $id}) SET n.writers = n.writers + $me", id=node, me=first
-                ).consume()
+                tx.run("MATCH (n:DeadlockProbe {id: $id}) SET n.writers = n.writers + $me", id=node, me=first).consume()
                 if i == 0 and attempts == 1:
                     lined_up.wait()  # each holds its first lock; the second lock closes the cycle
 
