@@ -50,3 +50,26 @@ def test_a_hub_links_nothing_and_the_paper_layer_keeps_it() -> None:
     assert triples(chunk_links(chunks, mentions, relations, None)) == [(0, 3, 2), (1, 3, 1), (2, 3, 1)]
     assert triples(chunk_links(chunks, mentions, relations, 2)) == [(0, 3, 1)]  # "usa" is in 3 chunks: a hub
     assert [len(x) for x in chunk_links(chunks, [], relations, None)] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("links", [1, 2, 5])
+def test_each_chunk_keeps_its_heaviest_links(seed: int, links: int) -> None:
+    """max_links against its definition on the brute-force layer: a pair stays when it is among the
+    ``links`` heaviest of either chunk (ties: lower chunk index first), with its full weight."""
+    rng = random.Random(100 + seed)
+    chunks = [f"c{i:02d}" for i in range(rng.randint(2, 25))]
+    entities = [f"e{i}" for i in range(rng.randint(1, 15))]
+    mentions = sorted({(c, e) for c in chunks for e in entities if rng.random() < 0.3})
+    relations = [(rng.choice(entities), rng.choice(entities)) for _ in range(rng.randint(0, 40))]
+    layer = brute_force(chunks, mentions, relations, None)
+    kept = set()
+    for c in range(len(chunks)):
+        mine = sorted(
+            ((w, j if i == c else i) for (i, j), w in layer.items() if c in (i, j)), key=lambda x: (-x[0], x[1])
+        )
+        kept |= {(min(c, o), max(c, o)) for _, o in mine[:links]}
+    a, b, w = chunk_links(chunks, mentions, relations, None, links)
+    got = {(int(i), int(j)): int(x) for i, j, x in zip(a, b, w, strict=True)}
+    assert got == {k: layer[k] for k in kept}
+    assert len(got) <= links * len(chunks)  # at most max_links edges per chunk of the corpus

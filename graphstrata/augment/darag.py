@@ -52,11 +52,12 @@ def darag_chunk_attributes(ctx: AugmentContext) -> StageReport:
 @stage("darag_chunk_edges", order=60)
 def darag_chunk_edges(ctx: AugmentContext) -> StageReport:
     """§4.1 E_intra^C as a sparse matrix product (graphstrata/algorithms/chunk_links.py), without the
-    hub entities of more than ``darag_hub_mentions`` chunks: linear in the corpus, not quadratic."""
+    hub entities of more than ``darag_hub_mentions`` chunks, each pair among the ``darag_chunk_links``
+    heaviest of one of its chunks: at most that many edges per chunk, linear in the corpus."""
     chunks = sorted(r[0] for r in ctx.db.read_rows(query("augment.chunk_ids"), ["id"]))  # index order = id order
     mentions = ctx.db.read_rows(query("augment.chunk_mentions"), ["chunk", "entity"])
     relations = ctx.db.read_rows(query("augment.entity_relations"), ["source", "target"])
-    a, b, weight = chunk_links(chunks, mentions, relations, ctx.params.darag_hub_mentions)
+    a, b, weight = chunk_links(chunks, mentions, relations, ctx.params.darag_hub_mentions, ctx.params.darag_chunk_links)
     rows = [{"a": chunks[i], "b": chunks[j], "score": int(w)} for i, j, w in zip(a, b, weight, strict=True)]
     changed = replace_edges(ctx, rows, "chunk_related")  # only the pairs that changed are written
     return StageReport(stage="darag_chunk_edges", counts={"edges": len(rows), **changed})

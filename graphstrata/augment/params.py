@@ -65,6 +65,13 @@ class AugmentParams(BaseModel):
         description="darag_chunk_edges: entities mentioned in more chunks than this link no chunks (hubs make "
         "the layer quadratic in the corpus; None: every entity, as the paper)",
     )
+    darag_chunk_links: int | None = Field(
+        30,
+        ge=1,
+        description="darag_chunk_edges: a chunk pair is kept only if it is among the heaviest this many links of "
+        "one of its chunks (bounds the layer to this many edges per chunk as the corpus grows; 30 measured against "
+        "60 and no bound in bench/results/variants.md; None: every pair, as the paper)",
+    )
     g: int = Field(DEFAULT_G, ge=2, le=100, description="summary_tree: E2GraphRAG's children per summary")
     summary_tokens: int = Field(DEFAULT_SUMMARY_TOKENS, ge=10, description="summary_tree: tokens of a summary")
     summarize_single_chunk: bool = Field(False, description="summary_tree: summarise a one-chunk document too")
