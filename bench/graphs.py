@@ -109,9 +109,9 @@ VARIANTS = {
     "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
     "darag@wide": ("darag", {"coarse_candidates": 1000}),  # coarse EACS over 1,000 chunks nearest the query
     "darag@near50": ("darag", {"coarse_candidates": 50}),
-    # the coarse range bounded to fewer chunk-layer edges (default 20,000): its truss decomposition and
-    # Q-Peel are most of a question's time on a dense layer
-    "darag@edges10000": ("darag", {"coarse_edges": 10_000}),
+    # the coarse range's bound in chunk-layer edges (default 10,000, chosen against these): its truss
+    # decomposition and Q-Peel are most of a question's time on a dense layer
+    "darag@edges20000": ("darag", {"coarse_edges": 20_000}),
     "darag@edges5000": ("darag", {"coarse_edges": 5_000}),
     "darag@reports_first": (
         "darag",

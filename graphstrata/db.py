@@ -99,14 +99,20 @@ def connection_params(settings: Settings) -> tuple[str, tuple[str, str]]:
     return inst.bolt_uri, ("neo4j", password)
 
 
-def _bounded(text: str) -> Query:
-    """The query under the current request's deadline (:mod:`graphstrata.limits`): refused once it has
-    passed, else given what is left as its transaction timeout, so Neo4j stops the work too."""
+def _time_left() -> float | None:
+    """The current request's deadline (:mod:`graphstrata.limits`) as a transaction timeout: refused once
+    it has passed, else what is left of it, so Neo4j stops the work too; None without a deadline."""
     left = limits.remaining()
     if left is None:
-        return Query(text)
+        return None
     limits.check()
-    return Query(text, timeout=max(left, 0.001))
+    return max(left, 0.001)
+
+
+def _bounded(text: str) -> Query:
+    """The query under the current request's deadline (:func:`_time_left`)."""
+    left = _time_left()
+    return Query(text) if left is None else Query(text, timeout=left)
 
 
 class Rows(list):
@@ -269,13 +275,10 @@ class Database:
         delay = 1.0
         reset = False
         while True:
-            left = limits.remaining()  # a request's deadline: refused once passed, else the timeout
-            if left is not None:
-                limits.check()
             try:
                 with (
                     self.driver.session(database=self.database, bookmark_manager=self._bookmarks) as session,
-                    session.begin_transaction(timeout=None if left is None else max(left, 0.001)) as tx,
+                    session.begin_transaction(timeout=_time_left()) as tx,
                 ):
                     result = work(tx)  # a Transaction offers all that a ManagedTransaction does
                     tx.commit()

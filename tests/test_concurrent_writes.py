@@ -16,7 +16,7 @@ import pytest
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
-from graphstrata.db import Database
+from graphstrata.db import Database, transient_retries
 from graphstrata.ingest import write as ingest_write
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions, Ingestor
@@ -125,8 +125,6 @@ def test_a_deadlock_between_two_writers_is_retried_and_counted(empty_db: Databas
     """Two write transactions lock two nodes in opposite orders, lined up by a barrier after their
     first lock: Neo4j detects the deadlock and ends one; ``write_tx`` runs it again (the other commits
     meanwhile), both writes land, and the victim's thread counts one retry (``transient_retries``)."""
-    from graphstrata.db import transient_retries
-
     empty_db.write("UNWIND ['a', 'b'] AS id CREATE (:DeadlockProbe {id: id, writers: []})")
     lined_up = threading.Barrier(2, timeout=60)
     retries: dict[str, int] = {}

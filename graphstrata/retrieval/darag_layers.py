@@ -162,11 +162,11 @@ class ChunkLayer:
             # members ranked nearest first, the seeds before all: an edge is in a prefix of that order
             # when its farther end is, so the longest prefix holding at most max_edges edges ends
             # before the (max_edges + 1)-th smallest farther-end rank
+            seed = np.isin(members, first)
+            order = members[np.lexsort((members, -cos[members], ~seed))]  # the seeds, then nearest first
             rank = np.full(len(self.ids), members.size, dtype=np.int64)
-            order = members[np.lexsort((members, -cos[members]))]
             rank[order] = np.arange(members.size)
             rank[first] = -1
-            order = order[np.argsort(rank[order], kind="stable")]
             # prefixes of doubling length until one holds more than max_edges edges: the cut lies in
             # it, and the work is that of at most twice the kept prefix, not of the whole range
             size = min(members.size, max(first.size, 64))
