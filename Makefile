@@ -40,12 +40,13 @@ demo-llm: llm-install
 	$(BIN)/graphstrata augment; \
 	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m noderag
 
-test: install
+# the whole suite, the real-model tests included (a local llama.cpp server with SmolLM2-135M, built once)
+test: install llm-install
 	$(BIN)/python -m pytest
 
-# the real-model tests too (a local llama.cpp server with SmolLM2-135M; see docs/llm-local.md)
+# only the LLM-handling tests: the real model's and the scripted small-model failures (docs/llm-local.md)
 test-llm: install llm-install
-	GRAPHSTRATA_LOCAL_LLM=1 $(BIN)/python -m pytest tests/test_local_llm.py tests/test_small_model_handling.py
+	$(BIN)/python -m pytest tests/test_local_llm.py tests/test_small_model_handling.py
 
 # the concurrency and soak tests, longer, with CPU hogs beside them (tests/conftest.py: GRAPHSTRATA_STRESS)
 test-stress: install

@@ -102,6 +102,9 @@ VARIANTS = {
     "ketrag-keyword@topk": ("ketrag-keyword", {"top_k": TOP_K}),
     "ketrag-skeleton@topk": ("ketrag-skeleton", {"top_k": TOP_K}),
     "e2graphrag@nofill": ("e2graphrag", {"fill": False}),  # local mode's chunks alone (the paper's output)
+    # the paper's rankings by plain counts (the default weighs each query entity by its idf)
+    "e2graphrag@uniform": ("e2graphrag", {"entity_weight": "uniform"}),
+    "e2graphrag@paper-uniform": ("e2graphrag", {"top_k": 25, "budget": 30_000, "entity_weight": "uniform"}),
     "hipporag@nofacts": ("hipporag", {"fact_k": 0}),  # the nearest passage stands in for the facts
     "hipporag@relations": ("hipporag", {"relation_edges": True}),  # the walk over the fact edges too
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),

@@ -44,11 +44,13 @@ from graphstrata.llm_pool import map_threads
 from graphstrata.llm_structured import (
     TRUNCATED,
     PromptTooLong,
+    bounded,
     is_context_overflow,
     prompt_too_long,
     rejects_response_format,
     response_format,
 )
+from graphstrata.llm_structured import shorter as quartered
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -321,9 +323,12 @@ class LLMClient:
         re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
         Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, when the endpoint
         stays unreachable or when the prompt exceeds its context window. The reply is constrained to
-        ``json_schema`` (default: ``schema``'s) unless the caller sets a ``response_format``; after a
-        reply cut off at the token limit, to ``shorter(json_schema)`` (tighter bounds, so it fits)."""
+        ``json_schema`` (default: ``schema``'s, every free string and list bounded —
+        :func:`~graphstrata.llm_structured.bounded`) unless the caller sets a ``response_format``; after
+        a reply cut off at the token limit, to ``shorter(json_schema)`` (bounds quartered, so it fits)."""
         params = self._params(params)
+        json_schema = json_schema or bounded(schema.model_json_schema())
+        shorter = shorter or quartered
         with self._counting_failures(stage):
             model = self._require_chat_model()
             fingerprint = {"name": schema.__name__, "schema": schema.model_json_schema()}
@@ -338,7 +343,7 @@ class LLMClient:
                     return value
 
             constrain = "response_format" not in params
-            fmt = response_format(schema.__name__, json_schema or schema.model_json_schema()) if constrain else None
+            fmt = response_format(schema.__name__, json_schema) if constrain else None
             conversation = list(messages)
             errors: list[str] = []
             reply: str | None = None
@@ -359,8 +364,8 @@ class LLMClient:
                     error = reask_reason(exc)
                     if getattr(self._finish, "reason", None) == "length":
                         error = f"{TRUNCATED} ({error})"
-                        if fmt is not None and shorter is not None:
-                            json_schema = shorter(json_schema or schema.model_json_schema())
+                        if fmt is not None:
+                            json_schema = shorter(json_schema)
                             fmt = response_format(schema.__name__, json_schema)
                     errors.append(error)
                     conversation = [

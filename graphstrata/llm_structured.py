@@ -26,6 +26,45 @@ def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": safe, "schema": schema}}
 
 
+#: What a reply's JSON may hold where its schema sets no bound (a string's characters, a list's
+#: items): room for every answer graphstrata asks for, and a cap that stops a small model repeating
+#: itself through the grammar, before the token limit cuts the reply (invalid JSON) — llama.cpp's
+#: server and vLLM turn maxLength/maxItems into the grammar.
+REPLY_STRING_CHARS = 1000
+REPLY_ITEMS = 20
+
+
+def bounded(schema: dict[str, Any], chars: int = REPLY_STRING_CHARS, items: int = REPLY_ITEMS) -> dict[str, Any]:
+    """``schema`` with a ``maxLength`` on every free string and a ``maxItems`` on every array that has
+    none (enumerations, constants and formatted strings are left as they are). Validation is still
+    the pydantic model's: the bounds only shape what a constrained endpoint lets the model write."""
+    if isinstance(schema, list):
+        return [bounded(x, chars, items) for x in schema]  # type: ignore[return-value]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v, chars, items) if isinstance(v, dict | list) else v for k, v in schema.items()}
+    if out.get("type") == "string" and not {"enum", "const", "format", "pattern", "maxLength"} & out.keys():
+        out["maxLength"] = chars
+    if out.get("type") == "array" and "maxItems" not in out:
+        out["maxItems"] = items
+    return out
+
+
+def shorter(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its bounds cut to a quarter (lists at least 1 item, strings at least 40
+    characters): what the next attempt is constrained to after a reply ran into the token limit."""
+    if isinstance(schema, list):
+        return [shorter(x) for x in schema]  # type: ignore[return-value]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: shorter(v) if isinstance(v, dict | list) else v for k, v in schema.items()}
+    if isinstance(out.get("maxItems"), int):
+        out["maxItems"] = max(1, out["maxItems"] // 4, out.get("minItems", 0))
+    if isinstance(out.get("maxLength"), int):
+        out["maxLength"] = max(40, out["maxLength"] // 4, out.get("minLength", 0))
+    return out
+
+
 def _message(exc: openai.APIStatusError) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
     inner = body.get("error", body) if isinstance(body.get("error", body), dict) else {}

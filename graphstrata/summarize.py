@@ -65,6 +65,7 @@ def summarize(
     if llm is not None:
         body = "\n".join(f"- {t}" for t in prompt_statements(texts, vectors))
         messages = [{"role": "user", "content": f"{instruction}\n\n{body}"}]
-        return llm.chat(messages, stage=stage).strip(), "llm"
+        # the reply capped at twice the extractive cap: a summary that does not stop costs bounded time
+        return llm.chat(messages, stage=stage, max_tokens=2 * max_tokens).strip(), "llm"
     vecs = vectors if vectors is not None else embedder.embed(texts)
     return " ".join(central_texts(texts, vecs, max_tokens)), "extractive"

@@ -349,7 +349,7 @@ def test_no_entities_is_global_dense_retrieval_over_the_collapsed_tree(corpus: G
 def test_single_entity_is_global_with_occurrence_ranking(corpus: GraphStrata) -> None:
     q = "Tell me about the falcon."
     assert query_entities(q) == ["falcon"]
-    r = corpus.retrieve(q, "e2graphrag", top_k=3)
+    r = corpus.retrieve(q, "e2graphrag", top_k=3, entity_weight="uniform")  # the paper's counts
     assert r.notes["branch"] == "global+occurrence"
     assert r.notes["reason"] == "a single query entity"
     assert r.notes["candidates"] == 6
@@ -365,6 +365,13 @@ def test_single_entity_is_global_with_occurrence_ranking(corpus: GraphStrata) ->
     assert len(rest) == 1 and titles[rest[0].node_id] not in weight
     assert r.items[0].score == pytest.approx(3 + score[expected[0]], abs=2e-3)  # weight + similarity
     assert rest[0].score == pytest.approx(score[rest[0].node_id], abs=2e-3)
+    # the default weighs an occurrence by the entity's idf: log(chunks / chunks mentioning falcon (2))
+    n = corpus.db.read_one("MATCH (c:Chunk) RETURN count(c) AS n")["n"]
+    r_idf = corpus.retrieve(q, "e2graphrag", top_k=3)
+    assert [i.node_id for i in r_idf.items][:2] == expected[:2]
+    idf = math.log(n / 2)
+    assert r_idf.items[0].score == pytest.approx(3 * idf + score[expected[0]], abs=2e-3)
+    assert r_idf.items[1].score == pytest.approx(1 * idf + score[expected[1]], abs=2e-3)
 
 
 def test_entities_without_a_pair_within_h_are_global_with_occurrence_ranking(corpus: GraphStrata) -> None:
@@ -483,6 +490,12 @@ def test_entity_aware_ties_go_to_the_chunk_nearer_the_question() -> None:
     # coverage first (d), then occurrences (c), then similarity (b over a), not the documents' order
     assert entity_aware_rank(set(info), info, {"a": 0.1, "b": 0.9, "c": 0.0, "d": 0.0}) == ["d", "c", "b", "a"]
     assert entity_aware_rank(set(info), info) == ["d", "c", "a", "b"]  # no similarities: document order
+    # weighted (idf): a rare entity outweighs two common ones; d (x, y, z) = 0.5 + 0.5 + 0.2 = 1.2
+    # covers less than b (x, y) with x rare: 3 + 0.5 = 3.5; c and a the same weight as b, then
+    # occurrences (c: 2·3 + 0.5), then similarity
+    w = {"x": 3.0, "y": 0.5, "z": 0.2}
+    info["d"]["occ"] = {"y": 1, "z": 1}
+    assert entity_aware_rank(set(info), info, {"a": 0.1, "b": 0.9}, w) == ["c", "b", "a", "d"]
 
 
 def test_gds_graph_filter_agrees_with_cypher(corpus: GraphStrata) -> None:

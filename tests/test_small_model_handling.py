@@ -47,6 +47,7 @@ class ScriptedFake(FakeOpenAI):
         self.rejects_schema = rejects_schema
         self.ctx_chars = ctx_chars
         self.formats: list[Any] = []
+        self.bodies: list[dict[str, Any]] = []
 
     def say(self, *replies: str, finish: str = "stop") -> None:
         self.script.extend((r, finish) for r in replies)
@@ -57,6 +58,7 @@ class ScriptedFake(FakeOpenAI):
         class Handler(_Handler):
             def _chat(self, body: dict[str, Any], failure: str | None) -> None:
                 fake.formats.append(body.get("response_format"))
+                fake.bodies.append(body)
                 if fake.rejects_schema and "response_format" in body:
                     return self._error(400, "Unrecognized request argument: response_format", "invalid_request_error")
                 if len(json.dumps(body.get("messages"))) > fake.ctx_chars:
@@ -215,3 +217,51 @@ def test_answers_that_are_empty_or_cite_nothing_carry_a_note(scripted: ScriptedF
     cited = answer("Who directed Maximum Overdrive?", evidence, settings, client=client)
     assert (empty.note, uncited.note, cited.note) == (EMPTY_ANSWER, UNCITED, None)
     assert cited.citations == ["n0", "n1"]
+
+
+def _unbounded(node: Any, path: str = "$") -> list[str]:
+    """Paths of the free strings and arrays in a JSON schema that carry no bound (a walk of our own)."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        if node.get("type") == "string" and "maxLength" not in node and not {"enum", "const"} & node.keys():
+            found.append(path)
+        if node.get("type") == "array" and "maxItems" not in node:
+            found.append(path)
+        for k, v in node.items():
+            found += _unbounded(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += _unbounded(v, f"{path}[{i}]")
+    return found
+
+
+def test_every_structured_request_is_bounded_and_a_cut_reply_gets_a_quarter(scripted: ScriptedFake, tmp_path) -> None:
+    """Not only extraction: any chat_json (the query graph, question entities, text-to-Cypher, DA-RAG's
+    assessments) asks for a schema whose free strings and lists are bounded, so a model that does not
+    stop is stopped by the grammar; after a reply cut at the token limit the bounds are a quarter."""
+    from graphstrata.llm_structured import REPLY_ITEMS, REPLY_STRING_CHARS
+    from graphstrata.retrieval.sgrag_query import QueryGraphSpec
+
+    assert _unbounded(QueryGraphSpec.model_json_schema())  # pydantic's own schema leaves them open
+    client = make_llm_client(scripted, tmp_path)
+    scripted.say('{"nodes": [{"id": "q0", "label": "Stephen King", "descr', finish="length")
+    scripted.say('{"nodes": [{"id": "q0", "label": "Stephen King"}, {"id": "q1", "label": "UNK"}], "edges": []}')
+    spec = client.chat_json([{"role": "user", "content": "q"}], QueryGraphSpec, stage="sgrag_query")
+    assert [n.label for n in spec.nodes] == ["Stephen King", "UNK"]
+    first, second = (f["json_schema"]["schema"] for f in scripted.formats[-2:])
+    assert _unbounded(first) == [] and _unbounded(second) == []
+    node = first["$defs"]["QGNode"]["properties"]["label"]
+    assert node["maxLength"] == REPLY_STRING_CHARS and first["properties"]["nodes"]["maxItems"] == REPLY_ITEMS
+    assert second["$defs"]["QGNode"]["properties"]["label"]["maxLength"] == REPLY_STRING_CHARS // 4
+    assert second["properties"]["nodes"]["maxItems"] == REPLY_ITEMS // 4
+
+
+def test_summaries_cap_their_reply(scripted: ScriptedFake, tmp_path) -> None:
+    from graphstrata.embed import get_embedder
+    from graphstrata.summarize import summarize
+
+    client = make_llm_client(scripted, tmp_path)
+    scripted.say("Stephen King directed a film in Leland.")
+    text, how = summarize([TEXT, "Leland is a town."], get_embedder(Settings()), client, max_tokens=150)
+    assert (text, how) == ("Stephen King directed a film in Leland.", "llm")
+    assert scripted.bodies[-1]["max_tokens"] == 300

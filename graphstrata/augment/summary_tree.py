@@ -310,7 +310,10 @@ def _summarise(
             ]
             with ctx.tracker.stage(f"summaries level {level}", len(prompts)) as advance:
                 results = ctx.llm.map(
-                    lambda prompt: ctx.llm.chat([{"role": "user", "content": prompt}], stage="summary"),
+                    # "about {tokens} tokens" asked; the reply capped at twice that
+                    lambda prompt: ctx.llm.chat(
+                        [{"role": "user", "content": prompt}], stage="summary", max_tokens=2 * max_tokens
+                    ),
                     prompts,
                     return_exceptions=True,
                     progress=lambda done, total: advance(1),

@@ -77,7 +77,8 @@ SET x.ordinal = i;
 // One round trip for everything the local branch needs, from the question's normalised entity
 // names $names:
 //   entities  the graph entities they map to (by normalised name; unmapped names drop out), in
-//             question order;
+//             question order, each with df, the number of chunks that mention it (and n_chunks,
+//             all chunks: the entity weights' inverse document frequency);
 //   pairs     graph filter (Eq. 1): [a, b, hops] for every pair, hops = the length of the
 //             shortest CO_OCCURS path (bidirectional BFS) if at most MAX_HOPS, else null.
 //             MAX_HOPS is substituted by the retriever with the validated integer h (a
@@ -107,7 +108,8 @@ CALL (chunks) {
   RETURN collect({id: c.id, text: c.text, title: c.doc_title,
                   overlap: coalesce([(d:Document)-[:HAS_CHUNK]->(c) | d.chunk_overlap][0], 0)}) AS texts
 }
-RETURN [e IN es | {id: e.id, name: e.name, normalized: e.normalized}] AS entities,
+RETURN [e IN es | {id: e.id, name: e.name, normalized: e.normalized, df: COUNT { (e)<-[:HAS_TERM]-() }}] AS entities,
+       COUNT { (:Chunk) } AS n_chunks,
        COLLECT {
          UNWIND range(0, size(es) - 2) AS i
          UNWIND range(i + 1, size(es) - 1) AS j
@@ -122,7 +124,8 @@ RETURN [e IN es | {id: e.id, name: e.name, normalized: e.normalized}] AS entitie
 // (The `graph_filter="gds"` path; `local_index` does this in its first lines.)
 UNWIND range(0, size($names) - 1) AS i
 MATCH (e:Term {normalized: $names[i]})
-RETURN i, e.id AS id, e.name AS name, e.normalized AS normalized
+RETURN i, e.id AS id, e.name AS name, e.normalized AS normalized, COUNT { (e)<-[:HAS_TERM]-() } AS df,
+       COUNT { (:Chunk) } AS n_chunks
 ORDER BY i;
 
 // name: co_mention_chunks
@@ -156,8 +159,9 @@ RETURN c.id AS id, vector.similarity.cosine(c.embedding, $vector) AS score;
 // name: collapsed_tree
 // Dense retrieval over the collapsed tree (§3.2, as RAPTOR): the $k nearest chunks and the $k
 // nearest current summaries, best $k of both (the two indexes score cosine the same way). `weight`
-// is the occurrence weight of the mapped query entities $eids: for a chunk the sum of its
-// HAS_TERM counts, for a summary the sum over its children, i.e. over the chunks below it.
+// is the occurrence weight of the mapped query entities ($weights: entity id -> weight of one
+// occurrence): for a chunk the weighted sum of its HAS_TERM counts, for a summary the sum over its
+// children, i.e. over the chunks below it.
 // `summaries`: how many Summary nodes exist (0: the tree was not built; chunks only).
 CALL () { MATCH (s:Summary) RETURN count(s) AS summaries }
 CALL () {
@@ -174,10 +178,12 @@ WITH summaries, node, score, label ORDER BY score DESC LIMIT $k
 RETURN summaries, node.id AS id, label, node.text AS text, node.doc_title AS title, node.doc_id AS doc_id,
        node.ordinal AS ordinal, node.level AS level, score,
        CASE WHEN label = 'Chunk'
-         THEN COLLECT { MATCH (node)-[m:HAS_TERM]->(e:Term) WHERE e.id IN $eids RETURN sum(m.count) }[0]
+         THEN COLLECT {
+           MATCH (node)-[m:HAS_TERM]->(e:Term) WHERE e.id IN keys($weights) RETURN sum(m.count * $weights[e.id])
+         }[0]
          ELSE COLLECT {
-           MATCH (node)-[:SUMMARIZES*1..]->(c:Chunk)-[m:HAS_TERM]->(e:Term) WHERE e.id IN $eids
-           RETURN sum(m.count)
+           MATCH (node)-[:SUMMARIZES*1..]->(c:Chunk)-[m:HAS_TERM]->(e:Term) WHERE e.id IN keys($weights)
+           RETURN sum(m.count * $weights[e.id])
          }[0]
        END AS weight,
        CASE WHEN label = 'Summary'

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from graphstrata.llm_structured import shorter
 from graphstrata.text.names import normalize_name
 
 if TYPE_CHECKING:
@@ -66,22 +67,9 @@ def reply_schema(entity_types: Sequence[str]) -> dict[str, Any]:
 
 
 def shorter_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with its bounds cut to a quarter (lists at least 1 item, strings at least 40
-    characters): what the next attempt is constrained to after a reply ran into the token limit."""
-    return _quartered(schema)
-
-
-def _quartered(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_quartered(x) for x in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _quartered(v) for k, v in node.items()}
-    if isinstance(out.get("maxItems"), int):
-        out["maxItems"] = max(1, out["maxItems"] // 4)
-    if isinstance(out.get("maxLength"), int):
-        out["maxLength"] = max(40, out["maxLength"] // 4, out.get("minLength", 0))
-    return out
+    """``schema`` with its bounds cut to a quarter: what the next attempt is constrained to after a
+    reply ran into the token limit (:func:`graphstrata.llm_structured.shorter`)."""
+    return shorter(schema)
 
 
 class Grounding(BaseModel):

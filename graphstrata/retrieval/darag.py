@@ -63,6 +63,7 @@ from graphstrata.algorithms.eacs import eacs, greedy_pack
 from graphstrata.algorithms.qpeel import cosine_similarities
 from graphstrata.cypher import query
 from graphstrata.db import Database
+from graphstrata.llm_structured import bounded
 from graphstrata.retrieval.base import (
     ContextItem,
     Retrieved,
@@ -367,10 +368,15 @@ class DARAGRetriever(Retriever):
             )
             return [{"role": "system", "content": REPORT_SYSTEM}, {"role": "user", "content": body}]
 
+        # the report as long as asked (~8 characters a word, room to spare), so that a model that does
+        # not stop is stopped by the grammar with a valid reply rather than cut at the token limit
+        schema = bounded(CommunityAssessment.model_json_schema(), chars=8 * p.report_words)
         with self.llm_client() as llm:
             before = llm.usage().get(REPORT_STAGE, {})
             results = llm.map(
-                lambda c: llm.chat_json(prompt(c), CommunityAssessment, stage=REPORT_STAGE, max_reasks=1),
+                lambda c: llm.chat_json(
+                    prompt(c), CommunityAssessment, stage=REPORT_STAGE, max_reasks=1, json_schema=schema
+                ),
                 cands,
                 return_exceptions=True,
             )

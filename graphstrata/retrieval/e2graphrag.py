@@ -46,6 +46,7 @@ recall: bench/results/e2_latency.md.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from itertools import combinations
@@ -108,6 +109,12 @@ class E2GraphRAGParams(RetrieverParams):
         description="when local mode finds fewer than k chunks, fill the rest of the k from global mode with "
         "occurrence ranking (docs/methods.md: the paper returns the local chunks alone)",
     )
+    entity_weight: Literal["idf", "uniform"] = Field(
+        "idf",
+        description="weight of a query entity in the Entity-Aware and Occurrence Rankings: idf = log(chunks / "
+        "chunks mentioning it), so that a common noun ('country') counts for less than a name; uniform = the "
+        "paper's counts (one book, docs/methods.md)",
+    )
     graph_filter: Literal["cypher", "gds"] = Field(
         "cypher",
         description="how pair distances are found: Cypher bidirectional shortestPath (faster, see the module "
@@ -133,7 +140,7 @@ class E2GraphRAGRetriever(Retriever):
             names = query_entities(question)
         with t.stage("embed"):
             vector = self.embed_query(question) if names else None
-        ents, mapped, within, comention, inline = self._index(names, p, t, vector)
+        ents, mapped, within, comention, inline, weights = self._index(names, p, t, vector)
         notes: dict[str, Any] = {
             "query_entities": names,
             "mapped": list(ents.values()),
@@ -141,7 +148,7 @@ class E2GraphRAGRetriever(Retriever):
         }
         if not ents:
             notes["branch"] = "global"
-            return self._global(question, p, t, [], ents, notes, occurrence=False)
+            return self._global(question, p, t, {}, ents, notes, occurrence=False)
 
         pairs: list[Pair] = list(combinations(ents, 2))
         with t.stage("graph_filter"):
@@ -150,7 +157,7 @@ class E2GraphRAGRetriever(Retriever):
         if not selected:
             notes["branch"] = "global+occurrence"
             notes["reason"] = "no entity pair within h hops" if len(ents) > 1 else "a single query entity"
-            return self._global(question, p, t, list(ents), ents, notes, occurrence=True)
+            return self._global(question, p, t, weights, ents, notes, occurrence=True)
 
         # index mapping (Eq. 2) from the entity→chunk index: the chunks mentioning both of a pair
         info = {c["id"]: {"doc_id": c["doc_id"], "ordinal": c["ordinal"], "occ": dict(c["occ"])} for c in comention}
@@ -172,7 +179,7 @@ class E2GraphRAGRetriever(Retriever):
             notes["branch"] = "global+occurrence"
             notes["reason"] = "no chunk holds both entities of a pair within h hops"
             notes["h_history"] = history
-            return self._global(question, p, t, list(ents), ents, notes, occurrence=True)
+            return self._global(question, p, t, weights, ents, notes, occurrence=True)
         prev: tuple[int, set[Pair], set[str]] | None = None
         with t.stage("tighten"):
             while len(chunks) > p.max_chunks:
@@ -189,14 +196,14 @@ class E2GraphRAGRetriever(Retriever):
             h, ps, chunks = prev
             notes["local"] = "entity-aware fallback"
         notes["h"] = h
-        chosen = entity_aware_rank(chunks, info, sim)[: p.top_k]
+        chosen = entity_aware_rank(chunks, info, sim, weights)[: p.top_k]
         keys = {c: sorted({e for x in ps if c in evidence[x] for e in x}, key=list(ents).index) for c in chosen}
         texts = {c: inline[c] for c in chosen if c in inline}
         if len(texts) < len(chosen):
             with t.stage("texts"):
                 texts = {r["id"]: r for r in self.db.read_plain(query("e2graphrag.chunk_texts"), ids=chosen)}
             chosen = [c for c in chosen if c in texts]  # a chunk a deletion is taking apart has no text
-        items = format_local(chosen, keys, info, texts, ents)
+        items = format_local(chosen, keys, info, texts, ents, weights)
         sub = Subgraph(
             nodes=list(ents) + chosen,
             relationships=[f"{c}-MENTIONS->{e}" for c in chosen for e in keys[c]],
@@ -204,7 +211,7 @@ class E2GraphRAGRetriever(Retriever):
         if p.fill and len(chosen) < p.top_k:
             # Fewer local chunks than k: the rest of the k from the paper's own mode for a query whose
             # entities cannot all be localised (global + occurrence ranking), after the local evidence.
-            fill = self._global(question, p, t, list(ents), ents, {}, occurrence=True)
+            fill = self._global(question, p, t, weights, ents, {}, occurrence=True)
             have = set(chosen)
             extra = [i for i in fill.items if not (set(i.chunk_ids) & have) and i.node_id not in have]
             extra = extra[: p.top_k - len(chosen)]
@@ -219,12 +226,12 @@ class E2GraphRAGRetriever(Retriever):
     # --- entities, graph filter, entity→chunk index ----------------------------------------------
     def _index(
         self, names: list[str], p: E2GraphRAGParams, t: Timer, vector: list[float] | None = None
-    ) -> tuple[dict[str, str], set[str], Callable[[int], set[Pair]], list[dict], dict[str, dict]]:
+    ) -> tuple[dict[str, str], set[str], Callable[[int], set[Pair]], list[dict], dict[str, dict], dict[str, float]]:
         """Mapped entities (id → name, question order), the names that mapped, ``h -> pairs within h
-        hops`` (h ≤ p.hops), the chunks that mention two or more of the entities, and the texts of
-        those chunks when there are few (``INLINE_TEXTS``)."""
+        hops`` (h ≤ p.hops), the chunks that mention two or more of the entities, the texts of
+        those chunks when there are few (``INLINE_TEXTS``), and each entity's weight."""
         if not names:
-            return {}, set(), lambda h: set(), [], {}
+            return {}, set(), lambda h: set(), [], {}, {}
         if p.graph_filter == "cypher":
             text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
             with t.stage("graph"):
@@ -239,6 +246,7 @@ class E2GraphRAGRetriever(Retriever):
                 lambda h: {x for x, n in hops.items() if n is not None and n <= h},
                 row["chunks"],
                 inline,
+                entity_weights(row["entities"], row["n_chunks"], p.entity_weight),
             )
 
         from graphstrata.gds import GDS
@@ -281,7 +289,14 @@ class E2GraphRAGRetriever(Retriever):
                             cache[h].add((a, b))
             return cache[h]
 
-        return ents, mapped, within, chunks, {}
+        return (
+            ents,
+            mapped,
+            within,
+            chunks,
+            {},
+            entity_weights(rows, rows[0]["n_chunks"] if rows else 0, p.entity_weight),
+        )
 
     # --- global modes ---------------------------------------------------------------------------
     def _global(
@@ -289,7 +304,7 @@ class E2GraphRAGRetriever(Retriever):
         question: str,
         p: E2GraphRAGParams,
         t: Timer,
-        eids: list[str],
+        weights: dict[str, float],
         ents: dict[str, str],
         notes: dict[str, Any],
         occurrence: bool,
@@ -299,7 +314,7 @@ class E2GraphRAGRetriever(Retriever):
         k = p.top_k * (p.candidate_factor if occurrence else 1)
         with t.stage("dense"):
             rows = self.db.read_plain(
-                query("e2graphrag.collapsed_tree"), k=k, candidates=hnsw_candidates(k), vector=v, eids=eids
+                query("e2graphrag.collapsed_tree"), k=k, candidates=hnsw_candidates(k), vector=v, weights=weights
             )
         n_summaries = rows[0]["summaries"] if rows else 0
         notes["tree"] = (
@@ -320,7 +335,7 @@ class E2GraphRAGRetriever(Retriever):
             how = "cosine similarity to the question (collapsed tree)"
             if occurrence:
                 how = (
-                    f"{r['weight']} occurrences of the query entities"
+                    f"occurrences of the query entities weighing {r['weight']:.3g}"
                     + ("" if is_chunk else " below it")
                     + (f", among the {k} nearest nodes")
                 )
@@ -342,26 +357,49 @@ class E2GraphRAGRetriever(Retriever):
         return Retrieved(items, sub, notes)
 
 
-def entity_aware_rank(chunks: set[str], info: dict[str, dict], sim: dict[str, float] | None = None) -> list[str]:
+def entity_weights(entities: list[dict], n_chunks: int, how: str) -> dict[str, float]:
+    """Entity id → the weight of one of its occurrences: 1 (``uniform``, the paper's counts), or its
+    inverse document frequency log(n_chunks / df) (``idf``; never below 0)."""
+    if how == "uniform":
+        return {e["id"]: 1.0 for e in entities}
+    return {e["id"]: max(0.0, math.log(max(n_chunks, 1) / max(e["df"], 1))) for e in entities}
+
+
+def entity_aware_rank(
+    chunks: set[str],
+    info: dict[str, dict],
+    sim: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
+) -> list[str]:
     """Entity-Aware Ranking (§3.2): distinct query entities in the chunk, then their occurrences
-    (the chunk→entity index); ties by similarity to the question (`sim`: the paper ranks the chunks
-    of one book, where ties fall in document order; across documents that order means nothing), then
-    in document order."""
+    (the chunk→entity index), each entity counted with its weight (default 1, the paper's counts);
+    ties by similarity to the question (`sim`: the paper ranks the chunks of one book, where ties
+    fall in document order; across documents that order means nothing), then in document order."""
     sim = sim or {}
+    w = weights or {}
 
     def key(c: str) -> tuple:
         occ = info[c]["occ"]
-        return (-len(occ), -sum(occ.values()), -sim.get(c, 0.0), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
+        coverage = sum(w.get(e, 1.0) for e in occ)
+        weighted = sum(n * w.get(e, 1.0) for e, n in occ.items())
+        return (-coverage, -weighted, -sim.get(c, 0.0), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
 
     return sorted(chunks, key=key)
 
 
 def format_local(
-    chosen: list[str], keys: dict[str, list[str]], info: dict[str, dict], texts: dict[str, dict], ents: dict[str, str]
+    chosen: list[str],
+    keys: dict[str, list[str]],
+    info: dict[str, dict],
+    texts: dict[str, dict],
+    ents: dict[str, str],
+    weights: dict[str, float] | None = None,
 ) -> list[ContextItem]:
     """ "entity1-entity2-…: chunks": one group per entity key (the union of the pairs that selected
-    the chunk), groups by coverage (entities in the key) then occurrences; within a group the
-    chunks in document order (documents by their best chunk's rank), adjacent ones merged."""
+    the chunk), groups by coverage (entities in the key) then occurrences, each entity with its
+    weight (default 1); within a group the chunks in document order (documents by their best chunk's
+    rank), adjacent ones merged."""
+    w = weights or {}
     rank = {c: i for i, c in enumerate(chosen)}
     groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     for c in chosen:
@@ -369,8 +407,8 @@ def format_local(
 
     def group_key(k: tuple[str, ...]) -> tuple:
         members = groups[k]
-        occ = sum(info[c]["occ"].get(e, 0) for c in members for e in k)
-        return (-len(k), -occ, min(rank[c] for c in members))
+        occ = sum(info[c]["occ"].get(e, 0) * w.get(e, 1.0) for c in members for e in k)
+        return (-sum(w.get(e, 1.0) for e in k), -occ, min(rank[c] for c in members))
 
     items: list[ContextItem] = []
     for k in sorted(groups, key=group_key):
