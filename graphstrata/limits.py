@@ -14,9 +14,12 @@ from __future__ import annotations
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class DeadlineExceeded(RuntimeError):
@@ -68,6 +71,39 @@ def deadline(budget: Budget | float) -> Iterator[Budget]:
         yield budget
     finally:
         _budget.reset(token)
+
+
+def too_slow(seconds: float) -> str:
+    """What a client is told when its work ran past the request deadline (HTTP 504, MCP, /v1)."""
+    return (
+        f"no answer within {seconds:g} s (GRAPHSTRATA_REQUEST_TIMEOUT); the work was stopped — "
+        "try a shorter question or a cheaper method"
+    )
+
+
+class Running:
+    """Work running in threads under a deadline, counted (``running``) until it stops: abandoned work
+    — its client gone or its deadline past — counts until it reaches its next check. The HTTP API and
+    the MCP server each keep one (``/health`` reports it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+
+    def under(self, budget: Budget, work: Callable[[], T]) -> Callable[[], T]:
+        """``work`` to run in a thread: under ``budget``, and counted while it runs."""
+
+        def inner() -> T:
+            with self._lock:
+                self.running += 1
+            try:
+                with deadline(budget):
+                    return work()
+            finally:
+                with self._lock:
+                    self.running -= 1
+
+        return inner
 
 
 def is_blank(text: str) -> bool:

@@ -30,6 +30,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from graphstrata import limits
 from graphstrata.config import Settings, get_settings
 
 DATA_MODEL = Path(__file__).resolve().parents[1] / "docs" / "data-model.md"
@@ -68,41 +69,21 @@ def reported(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class Work:
+class Work(limits.Running):
     """Tool calls still running in threads (``running``): abandoned work is counted until it
     reaches its next deadline check and stops."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.running = 0
 
     async def run(self, work: Callable[[], T], seconds: float) -> T:
         """``work()`` in a thread under a deadline of ``seconds`` (:mod:`graphstrata.limits`, the HTTP
         API's mechanism). Past the deadline, or when the call is cancelled (the client sent
         `notifications/cancelled` or went away), the caller stops waiting at once and the thread
         stops at its next check: no work runs on for a client that gave up."""
-        from graphstrata import limits
-
         budget = limits.Budget(seconds)
-
-        def inner() -> T:
-            with self._lock:
-                self.running += 1
-            try:
-                with limits.deadline(budget):
-                    return work()
-            finally:
-                with self._lock:
-                    self.running -= 1
-
         try:
             with anyio.fail_after(seconds):
-                return await anyio.to_thread.run_sync(inner, abandon_on_cancel=True)
+                return await anyio.to_thread.run_sync(self.under(budget, work), abandon_on_cancel=True)
         except (TimeoutError, limits.DeadlineExceeded) as e:  # our wait ended, or the work's own check came first
-            raise limits.DeadlineExceeded(
-                f"no answer within {seconds:g} s (GRAPHSTRATA_REQUEST_TIMEOUT); the work was stopped — "
-                "try a shorter question or a cheaper method"
-            ) from e
+            raise limits.DeadlineExceeded(limits.too_slow(seconds)) from e
         finally:
             budget.cancelled.set()  # finished: no effect; abandoned: the thread stops at its next check
 

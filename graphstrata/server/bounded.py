@@ -12,7 +12,6 @@ zero once abandoned work has stopped.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -26,25 +25,10 @@ T = TypeVar("T")
 POLL_S = 0.25  # how often a waiting request looks at its connection
 
 
-class Bounded:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.running = 0
-
+class Bounded(limits.Running):
     async def run(self, request: Request, work: Callable[[], T], seconds: float) -> T:
         budget = limits.Budget(seconds)
-
-        def inner() -> T:
-            with self._lock:
-                self.running += 1
-            try:
-                with limits.deadline(budget):
-                    return work()
-            finally:
-                with self._lock:
-                    self.running -= 1
-
-        task = asyncio.ensure_future(run_in_threadpool(inner))
+        task = asyncio.ensure_future(run_in_threadpool(self.under(budget, work)))
         try:
             while not task.done():
                 await asyncio.wait({task}, timeout=max(min(POLL_S, budget.remaining()), 0.01))
@@ -69,12 +53,7 @@ class Bounded:
 
 
 def deadline_error(seconds: float) -> ApiError:
-    return ApiError(
-        504,
-        "deadline_exceeded",
-        f"no answer within {seconds:g} s (GRAPHSTRATA_REQUEST_TIMEOUT); the work was stopped — "
-        "try a shorter question or a cheaper method",
-    )
+    return ApiError(504, "deadline_exceeded", limits.too_slow(seconds))
 
 
 def _quiet(task: asyncio.Future) -> None:
