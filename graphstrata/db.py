@@ -239,9 +239,12 @@ class Database:
         raise AssertionError("unreachable")
 
     def execute(self, query: str, params: dict[str, Any], *, write: bool = False) -> list[dict[str, Any]]:
-        """:meth:`read` (or :meth:`write`) with the parameters as one dict: for callers whose parameter
-        names are not ours to choose (the GDS client's, graphstrata/gds.py)."""
-        return self._query(query, params, "w" if write else "r")
+        """:meth:`read` (or :meth:`write`, retried and counted as every write is) with the parameters as
+        one dict: for callers whose parameter names are not ours to choose (the GDS client's,
+        graphstrata/gds.py)."""
+        if write:
+            return self.write_tx(lambda tx: [record_dict(r) for r in tx.run(query, params)])
+        return self._query(query, params, "r")
 
     def bookmarks(self) -> Bookmarks:
         """This connection's bookmarks: what another driver must wait for to see its writes (an Aura
