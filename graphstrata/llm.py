@@ -49,8 +49,8 @@ from graphstrata.llm_structured import (
     prompt_too_long,
     rejects_response_format,
     response_format,
+    shorter,
 )
-from graphstrata.llm_structured import shorter as quartered
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -314,21 +314,19 @@ class LLMClient:
         *,
         max_reasks: int = 2,
         json_schema: dict[str, Any] | None = None,
-        shorter: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        shorter: Callable[[dict[str, Any]], dict[str, Any]] = shorter,
         **params: Any,
     ) -> M:
         """A reply validated as ``schema``: repaired if malformed, re-asked with the error if invalid.
-
         Only validated results are cached (keyed by the original messages and the schema), so a
         re-run costs no calls even when the first run needed re-asks, and a failure is never cached.
         Raises :class:`ExtractionFailed` when ``1 + max_reasks`` replies all fail, when the endpoint
         stays unreachable or when the prompt exceeds its context window. The reply is constrained to
-        ``json_schema`` (default: ``schema``'s, every free string and list bounded —
-        :func:`~graphstrata.llm_structured.bounded`) unless the caller sets a ``response_format``; after
-        a reply cut off at the token limit, to ``shorter(json_schema)`` (bounds quartered, so it fits)."""
+        ``json_schema`` (default: ``schema``'s with every free string and list bounded, ``bounded``)
+        unless the caller sets a ``response_format``; after a reply cut at the token limit, to
+        ``shorter(json_schema)`` (bounds quartered, so it fits)."""
         params = self._params(params)
         json_schema = json_schema or bounded(schema.model_json_schema())
-        shorter = shorter or quartered
         with self._counting_failures(stage):
             model = self._require_chat_model()
             fingerprint = {"name": schema.__name__, "schema": schema.model_json_schema()}
@@ -364,9 +362,8 @@ class LLMClient:
                     error = reask_reason(exc)
                     if getattr(self._finish, "reason", None) == "length":
                         error = f"{TRUNCATED} ({error})"
-                        if fmt is not None:
-                            json_schema = shorter(json_schema)
-                            fmt = response_format(schema.__name__, json_schema)
+                        if fmt is not None:  # a quarter of the bounds, so that the next reply fits
+                            fmt = response_format(schema.__name__, json_schema := shorter(json_schema))
                     errors.append(error)
                     conversation = [
                         *messages,
