@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 from typing import Any
 
@@ -146,11 +148,12 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=None, help="at most N questions")
     ap.add_argument("--port", type=int, default=17754, help="port of the local model server")
     ap.add_argument("--bolt-port", type=int, default=17755, help="Bolt port of the benchmark's Neo4j (HTTP +1)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="the server's cap on a reply (default: its own)")
     args = ap.parse_args()
 
     from graphstrata.neo4j_local import Instance
 
-    server = LocalLLM.from_settings(port=args.port)
+    server = LocalLLM.from_settings(port=args.port, max_tokens=args.max_tokens)
     t0 = time.perf_counter()
     started = server.start(timeout=600)
     start_s = time.perf_counter() - t0
@@ -181,8 +184,10 @@ def main() -> None:
     methods = sorted(available_methods())
     try:
         client = CountingClient(llm_settings, use_cache=False)
-        results: dict[str, Any] = {"machine": machine(), "docs": len(docs), "questions": len(qs), "graphs": {}}
+        results: dict[str, Any] = {"machine": machine() | {"load": round(os.getloadavg()[0], 1)}, "graphs": {}}
+        results |= {"docs": len(docs), "questions": len(qs), "command": " ".join(["python", *sys.argv])}
         results["server"] = {"start_s": round(start_s, 1), "started": started, "model": env["GRAPHSTRATA_CHAT_MODEL"]}
+        results["server"]["max_tokens"] = server.max_tokens
         per_q: dict[str, dict[str, list[dict]]] = {}
         for name, settings, extractor, llm in (
             ("spacy", base, "spacy", None),
@@ -253,9 +258,13 @@ def markdown(r: dict[str, Any]) -> str:
     lines = [
         "# The local model building the graph (SmolLM2-135M-Instruct Q4_1 on llama.cpp, CPU)",
         "",
-        f"`python bench/llm_local.py` on samples/corpus: {r['docs']} HotpotQA passages (one chunk each), "
-        f"{r['questions']} hotpotqa_dev100 questions whose supporting passages are all in it; "
-        f"{r['machine']['cpus']} cores, {r['machine']['when']}. Server start (installed) {r['server']['start_s']} s.",
+        f"`{r.get('command', 'python bench/llm_local.py')}` on samples/corpus: {r['docs']} HotpotQA passages "
+        f"(one chunk each; its first 20 hold every hotpotqa_dev100 question's passages), {r['questions']} "
+        "hotpotqa_dev100 questions whose supporting passages are all in it; "
+        f"{r['machine']['cpus']} cores, {r['machine']['when']}, 1-min load average at the start "
+        f"{r['machine'].get('load', '?')} (compare ratios on a busy machine, not seconds). "
+        f"Server start (installed) {r['server']['start_s']} s; "
+        f"replies capped at {r['server'].get('max_tokens', 1024)} tokens.",
         "",
         "## Extraction, per chunk",
         "",
@@ -300,6 +309,14 @@ def markdown(r: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def rewrite() -> None:
+    """Render bench/results/llm_local.md again from its JSON (after a change to the text only)."""
+    from common import RESULTS
+
+    data = json.loads((RESULTS / "llm_local.json").read_text())
+    write("llm_local", data, markdown(data))
 
 
 if __name__ == "__main__":
