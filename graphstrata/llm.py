@@ -326,7 +326,6 @@ class LLMClient:
         unless the caller sets a ``response_format``; after a reply cut at the token limit, to
         ``shorter(json_schema)`` (bounds quartered, so it fits)."""
         params = self._params(params)
-        json_schema = json_schema or bounded(schema.model_json_schema())
         with self._counting_failures(stage):
             model = self._require_chat_model()
             fingerprint = {"name": schema.__name__, "schema": schema.model_json_schema()}
@@ -340,6 +339,7 @@ class LLMClient:
                     self._add(stage, cache_hits=1)
                     return value
 
+            json_schema = json_schema or bounded(fingerprint["schema"])  # only for a call the cache cannot answer
             constrain = "response_format" not in params
             fmt = response_format(schema.__name__, json_schema) if constrain else None
             conversation = list(messages)

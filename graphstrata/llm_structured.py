@@ -6,6 +6,7 @@ longer than the context window and replies cut off at the token limit."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import openai
@@ -34,35 +35,42 @@ REPLY_STRING_CHARS = 1000
 REPLY_ITEMS = 20
 
 
+def _rewrite(node: Any, fix: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """A copy of the JSON schema ``node`` with ``fix`` applied to every object in it, innermost first."""
+    if isinstance(node, list):
+        return [_rewrite(x, fix) for x in node]
+    if not isinstance(node, dict):
+        return node
+    return fix({k: _rewrite(v, fix) for k, v in node.items()})
+
+
 def bounded(schema: dict[str, Any], chars: int = REPLY_STRING_CHARS, items: int = REPLY_ITEMS) -> dict[str, Any]:
     """``schema`` with a ``maxLength`` on every free string and a ``maxItems`` on every array that has
     none (enumerations, constants and formatted strings are left as they are). Validation is still
     the pydantic model's: the bounds only shape what a constrained endpoint lets the model write."""
-    if isinstance(schema, list):
-        return [bounded(x, chars, items) for x in schema]  # type: ignore[return-value]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: bounded(v, chars, items) if isinstance(v, dict | list) else v for k, v in schema.items()}
-    if out.get("type") == "string" and not {"enum", "const", "format", "pattern", "maxLength"} & out.keys():
-        out["maxLength"] = chars
-    if out.get("type") == "array" and "maxItems" not in out:
-        out["maxItems"] = items
-    return out
+
+    def fix(out: dict[str, Any]) -> dict[str, Any]:
+        if out.get("type") == "string" and not {"enum", "const", "format", "pattern", "maxLength"} & out.keys():
+            out["maxLength"] = chars
+        if out.get("type") == "array" and "maxItems" not in out:
+            out["maxItems"] = items
+        return out
+
+    return _rewrite(schema, fix)
 
 
 def shorter(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with its bounds cut to a quarter (lists at least 1 item, strings at least 40
     characters): what the next attempt is constrained to after a reply ran into the token limit."""
-    if isinstance(schema, list):
-        return [shorter(x) for x in schema]  # type: ignore[return-value]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: shorter(v) if isinstance(v, dict | list) else v for k, v in schema.items()}
-    if isinstance(out.get("maxItems"), int):
-        out["maxItems"] = max(1, out["maxItems"] // 4, out.get("minItems", 0))
-    if isinstance(out.get("maxLength"), int):
-        out["maxLength"] = max(40, out["maxLength"] // 4, out.get("minLength", 0))
-    return out
+
+    def fix(out: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(out.get("maxItems"), int):
+            out["maxItems"] = max(1, out["maxItems"] // 4, out.get("minItems", 0))
+        if isinstance(out.get("maxLength"), int):
+            out["maxLength"] = max(40, out["maxLength"] // 4, out.get("minLength", 0))
+        return out
+
+    return _rewrite(schema, fix)
 
 
 def _message(exc: openai.APIStatusError) -> str:

@@ -20,10 +20,9 @@ from graphstrata.ingest.extract_grounding import (
     TEXT_CHARS,
     ground,
     reply_schema,
-    shorter_schema,
 )
 from graphstrata.llm import ExtractionFailed
-from graphstrata.llm_structured import PromptTooLong
+from graphstrata.llm_structured import PromptTooLong, shorter
 from graphstrata.retrieval.base import ContextItem, RetrievalResult
 
 try:
@@ -189,7 +188,7 @@ def test_after_a_cut_off_reply_the_schema_is_tighter(scripted: ScriptedFake, tmp
     assert [b["maxItems"] for b in bounds] == [MAX_ENTITIES, MAX_ENTITIES // 4, MAX_ENTITIES // 4]
     described = bounds[1]["items"]["properties"]["description"]
     assert described["maxLength"] == TEXT_CHARS // 4
-    assert shorter_schema(shorter_schema(reply_schema(["PERSON"])))["properties"]["entities"]["maxItems"] == 1
+    assert shorter(shorter(reply_schema(["PERSON"])))["properties"]["entities"]["maxItems"] == 1
 
 
 @pytest.mark.parametrize("scripted", [{"ctx_chars": 2000}], indirect=True)

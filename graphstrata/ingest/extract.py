@@ -432,13 +432,11 @@ def extract_with_llm(
     ``params`` go to the chat call (e.g. ``response_format={"type": "json_object"}`` for endpoints that support JSON
     mode, ``max_tokens``); they are part of the cache key.
     """
-    from graphstrata.ingest.extract_grounding import ground, reply_schema, shorter_schema
+    from graphstrata.ingest.extract_grounding import ground, reply_schema
 
     types = (schema or DEFAULT_SCHEMA).entity_types
     messages = extraction_messages(chunk_text, schema)
-    result = client.chat_json(
-        messages, ChunkExtraction, stage=stage, json_schema=reply_schema(types), shorter=shorter_schema, **params
-    )
+    result = client.chat_json(messages, ChunkExtraction, stage=stage, json_schema=reply_schema(types), **params)
     result, _dropped = ground(result, chunk_text)  # entities the text does not mention are the model's own
     if schema is not None:
         result = schema.apply(result)

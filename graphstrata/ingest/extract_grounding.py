@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from graphstrata.llm_structured import shorter
 from graphstrata.text.names import normalize_name
 
 if TYPE_CHECKING:
@@ -64,12 +63,6 @@ def reply_schema(entity_types: Sequence[str]) -> dict[str, Any]:
             "semantic_units": {"type": "array", "items": unit, "maxItems": MAX_UNITS},
         }
     )
-
-
-def shorter_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with its bounds cut to a quarter: what the next attempt is constrained to after a
-    reply ran into the token limit (:func:`graphstrata.llm_structured.shorter`)."""
-    return shorter(schema)
 
 
 class Grounding(BaseModel):
