@@ -42,9 +42,10 @@ demo-llm: llm-install
 	$(BIN)/graphstrata augment; \
 	$(BIN)/graphstrata ask "Who directed the film that was shot in or around Leland, North Carolina in 1986?" -m vector --budget 300
 
-# the whole suite, the real-model tests included (a local llama.cpp server with SmolLM2-135M, built once)
+# the whole suite, the real-model tests included (a local llama.cpp server with SmolLM2-135M, built once),
+# in two pytest lanes side by side (scripts/test_lanes.py: the model and restart tests mostly wait)
 test: install llm-install
-	$(BIN)/python -m pytest
+	$(BIN)/python scripts/test_lanes.py
 
 # only the LLM-handling tests: the real model's and the scripted small-model failures (docs/llm-local.md)
 test-llm: install llm-install

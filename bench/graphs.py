@@ -83,6 +83,7 @@ DEFAULT_METHODS = [
     "ketrag-skeleton@paper",
     "e2graphrag@paper",
     "darag@paper",
+    "sgrag@labels",
 ]
 #: Rows that are a method with parameters: the fusion of graph methods only (no baseline in it), and
 #: the methods whose paper sets its own context size, at that size (docs/methods.md): KET-RAG's
@@ -108,6 +109,7 @@ VARIANTS = {
     "hipporag@nofacts": ("hipporag", {"fact_k": 0}),  # the nearest passage stands in for the facts
     "hipporag@relations": ("hipporag", {"relation_edges": True}),  # the walk over the fact edges too
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),
+    "sgrag@labels": ("sgrag", {"passages": False}),  # the subgraph's labels and descriptions alone (§4.4)
     "darag@paper": ("darag", {"budget": 4_800}),
     "darag@text": ("darag", {"chunk_attribute": "text"}),  # L_C's attribute: the text's vector, not title + description
     "darag@wide": ("darag", {"coarse_candidates": 1000}),  # coarse EACS over 1,000 chunks nearest the query

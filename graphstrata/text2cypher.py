@@ -69,13 +69,23 @@ class CypherAnswer(BaseModel):
     max_rows: int | None = None
 
 
+#: the parts of docs/data-model.md the model is given: what each layer is and how labels connect
+#: (the properties come from the live schema). The whole document is ~5,000 tokens: a small local
+#: model's context window and minutes of prompt processing on a CPU; these two are ~1,100.
+PROMPT_SECTIONS = ("Layers at a glance", "Relationship types")
+
+
 @cache
 def data_model() -> str:
-    """The documented data model the prompt gives the model (the repository's docs/data-model.md)."""
+    """The documented data model the prompt gives the model: the title and PROMPT_SECTIONS of the
+    repository's docs/data-model.md."""
     try:
-        return DATA_MODEL.read_text(encoding="utf-8")
+        doc = DATA_MODEL.read_text(encoding="utf-8")
     except OSError:
         return ""  # an installed wheel has no docs/: the live schema below still describes the graph
+    parts = re.split(r"(?m)^(?=## )", doc)
+    kept = [p.strip() for p in parts[1:] if p[3:].split("\n", 1)[0].strip() in PROMPT_SECTIONS]
+    return "\n\n".join([parts[0].strip().splitlines()[0], *kept])
 
 
 def live_schema(db: Database) -> str:

@@ -174,7 +174,8 @@ def test_fallback_when_no_match(sgrag) -> None:
     assert res.notes["fallback"] is True
     assert res.notes["matches"] == 0 and res.notes["answers"] == []
     ents = [it.node_id for it in res.items if it.label == "Entity"]
-    assert set(ents) == {"berlin", "globex"}
+    # g'' described: the anchors first, then their neighbours
+    assert set(ents[:2]) == {"berlin", "globex"} and set(ents[2:]) == {"carol", "bob"}
     rel_texts = {it.text.split(": ")[0] for it in res.items if it.label == "Relation"}
     # the 1-hop subgraph around the anchors: every edge incident to Berlin or Globex
     assert rel_texts == {
@@ -182,6 +183,35 @@ def test_fallback_when_no_match(sgrag) -> None:
         "(Bob Stone; works for; Globex)",
         "(Globex; located in; Berlin)",
     }
+
+
+def test_source_passages_follow_the_subgraph_nearest_the_question_first(sgrag, kg: Database) -> None:
+    question = "Who was born in Paris and works for Acme?"
+    texts = {"chunk-alice": "A recipe for onion soup.", "chunk-dave": "Dave Brown, born in Paris, works for Acme."}
+    emb = get_embedder()
+    vecs = dict(zip(texts, emb.embed(list(texts.values())), strict=True))
+    kg.write(
+        "UNWIND $rows AS r MATCH (c:Chunk {id: r.id}) SET c.text = r.text, c.embedding = r.v",
+        rows=[{"id": k, "text": t, "v": vecs[k].tolist()} for k, t in texts.items()],
+    )
+    try:
+        res = sgrag.retrieve(question, query_graph=qg(("Paris", ""), ("Acme Corporation", "")), budget=10_000)
+        plain = sgrag.retrieve(
+            question, query_graph=qg(("Paris", ""), ("Acme Corporation", "")), budget=10_000, passages=False
+        )
+    finally:
+        kg.write("MATCH (c:Chunk)-[:MENTIONS]->(e:Entity) SET c.text = e.name REMOVE c.embedding")
+    labels = [it.label for it in res.items]
+    first_chunk = labels.index("Chunk")
+    # the paper's labels and descriptions first, then the passages, never interleaved
+    assert set(labels[:first_chunk]) == {"Entity", "Relation"} and set(labels[first_chunk:]) == {"Chunk"}
+    assert [it.label for it in plain.items] == labels[:first_chunk]
+    # the passages are the subgraph's sources, ordered by cosine with the question (numpy reference)
+    q = emb.embed([question])[0]
+    cos = {k: float(v @ q / (np.linalg.norm(v) * np.linalg.norm(q))) for k, v in vecs.items()}
+    assert [it.node_id for it in res.items[first_chunk:]] == sorted(cos, key=cos.get, reverse=True)
+    assert res.items[first_chunk].text == "doc-dave\n" + texts["chunk-dave"]
+    assert res.items[first_chunk].score == pytest.approx(cos["chunk-dave"], abs=1e-4)
 
 
 def test_spacy_query_graph_end_to_end(sgrag) -> None:

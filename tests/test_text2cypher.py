@@ -84,6 +84,9 @@ def test_valid_read_is_shown_and_run(
     assert answer.rows == [{"title": "Alû"}, {"title": "Kur"}]
     # the prompt carries the documented data model and the labels the database has now
     assert "# The graphstrata data model" in model.prompts[0] and ":`Document` {" in model.prompts[0]
+    # of the document, what the layers are and how labels connect; the property tables come live
+    assert "| `HAS_CHUNK` | Document → Chunk |" in model.prompts[0] and "## Layers at a glance" in model.prompts[0]
+    assert "### `Document`" not in model.prompts[0] and len(model.prompts[0]) < 8_000
 
     result = cli(neo4j_settings, tmp_path, "cypher", "--ask", "Which documents are there?", fake=model)
     assert result.exit_code == 0, result.output

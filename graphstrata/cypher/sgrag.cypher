@@ -41,7 +41,7 @@ RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS no
         WHERE x IS NOT NULL] AS out;
 
 // name: entity_chunks
-// Source chunks of entities (MENTIONS), for provenance and Recall@k.
+// Source chunks of entities (MENTIONS), for provenance and Recall@k (sgrag_context.py orders them).
 UNWIND $ids AS id
 MATCH (c:Chunk)-[:MENTIONS]->(e:Entity {id: id})
 WHERE c.id IS NOT NULL
@@ -57,6 +57,24 @@ OPTIONAL MATCH (c:Chunk)-[:HAS_RELATION]->(r)
 WITH edge, r, c ORDER BY r.id, c.id
 RETURN edge.key AS key, collect(DISTINCT r.id) AS relations, collect(DISTINCT c.id) AS chunks,
        collect(DISTINCT c.doc_title) AS titles;
+
+// name: near_chunks
+// The chunks nearest the question by the vector index (over-fetched, as every lookup), as cosines:
+// how sgrag_context.py orders a subgraph's source chunks without scoring every one of them.
+CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
+WITH node.id AS id, score WHERE id IS NOT NULL
+RETURN id, 2 * score - 1 AS cosine;
+
+// name: source_passages
+// SG-RAG's source passages (sgrag_context.py): the chunks $ids, nearest the question first, at most
+// $limit (properties read once, as in retrieval.vector_chunks).
+UNWIND $ids AS id
+MATCH (c:Chunk {id: id})
+WITH id, c.text AS text, coalesce(c.doc_title, '') AS title,
+     // vector.similarity.cosine is (1 + cos) / 2: the score is the cosine (docs/methods.md, vector scores)
+     CASE WHEN c.embedding IS NULL THEN -1.0 ELSE 2 * vector.similarity.cosine(c.embedding, $vector) - 1 END AS score
+WHERE text IS NOT NULL
+RETURN id, text, title, score ORDER BY score DESC, id LIMIT $limit;
 
 // name: eval_answers
 // bench/sgrag_eval.py: entities with at least $min relations to distinct neighbours (answer candidates

@@ -21,8 +21,9 @@ retrieval of multi-constraint factual questions by subgraph matching over the en
    ``o(p_q) ⪯ o(p_z)`` before the exact check; ``M`` is trained on the corpus graph's stars on first use,
    kept under ``cache_dir/sgrag/`` keyed by database and graph state (retrained after a change); ``o(v)``
    comes from the candidate subgraph's stars; the monotone model never filters out a true match.
-5. Context: the answer entities first, then the matched subgraphs' relations as
-   ``subject predicate object — description``, each mapped to its source chunks; with no match the
+5. Context (:mod:`graphstrata.retrieval.sgrag_context`): the answer entities first, then the matched
+   subgraphs' relations as ``subject predicate object — description``, each mapped to its source
+   chunks, then those source passages nearest the question first (``passages``); with no match the
    1-hop subgraph around the anchors (Algorithm 1 lines 19–24) and ``notes["fallback"] = True``.
 """
 
@@ -60,7 +61,6 @@ from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     TOP_K,
-    ContextItem,
     RetrievalError,
     Retrieved,
     Retriever,
@@ -70,7 +70,9 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.sgrag_context import Nearby, subgraph_items
 from graphstrata.retrieval.sgrag_query import QUERY_GRAPH_PROMPT, QueryGraphSpec, spacy_query_graph
+from graphstrata.retrieval.shared import beside
 from graphstrata.text.names import normalize_name
 
 LLM_STAGE = "sgrag_query_graph"
@@ -99,6 +101,12 @@ class SGRAGParams(RetrieverParams):
         True,
         description="filter candidate paths with the path-dominance GAT (trained on the corpus graph on first "
         "use) before the exact containment check; the matches are the same either way",
+    )
+    passages: bool = Field(
+        True,
+        description="after the subgraph's labels and descriptions, its entities' and relations' source passages, "
+        "nearest the question first, while the budget lasts (an offline graph's descriptions are one sentence; "
+        "graphstrata/retrieval/sgrag_context.py); False: the labels and descriptions alone",
     )
     query_graph: str | None = Field(
         None,
@@ -199,6 +207,8 @@ class SGRAGRetriever(Retriever):
 
     def _retrieve(self, question: str, p: SGRAGParams, t: Timer) -> Retrieved:
         notes: dict[str, Any] = {"fallback": False}
+        # the passages' order (the question's vector and its nearest chunks) is found beside the parse
+        nearby = beside(lambda: Nearby.of(self.db, self.embed_query(question, True))) if p.passages else None
         with t.stage("query_graph"):
             spec, source = self._query_graph(question, p, notes)
         notes["query_graph"] = spec.model_dump()
@@ -267,20 +277,38 @@ class SGRAGRetriever(Retriever):
                             edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
                 for m in matches:
                     edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
-                items = self._items(answers, edges, info, edge_info, len(matches), support, p)
+                items = subgraph_items(
+                    self.db,
+                    answers,
+                    edges,
+                    info,
+                    edge_info,
+                    answer_k=p.answer_k,
+                    n_matches=len(matches),
+                    support=support,
+                    nearby=nearby.result() if nearby is not None else None,
+                )
                 nodes = list(dict.fromkeys(v for m in matches for v in m.nodes))
             else:
                 notes["fallback"] = True
                 notes["answers"] = []
                 if fallback is None or not fallback.edges:  # e.g. an anchor found from the question itself
                     fallback = one_hop_subgraph(graph, anchors)
-                anchor_set = set(anchors)
                 edges = sorted(
                     fallback.edges,
                     key=lambda e: (-edge_info.get((e.src, e.dst, e.relation), {}).get("weight", 1.0), str(e)),
                 )
-                items = self._items(
-                    [a for a in anchors if a in info], edges, info, edge_info, 0, {}, p, anchor_set=anchor_set
+                # g'' is the anchors and their neighbours: both are described (anchors first)
+                ends = [v for e in edges for v in (e.src, e.dst)]
+                items = subgraph_items(
+                    self.db,
+                    list(dict.fromkeys(a for a in [*anchors, *ends] if a in info)),
+                    edges,
+                    info,
+                    edge_info,
+                    answer_k=p.answer_k,
+                    fallback=True,
+                    nearby=nearby.result() if nearby is not None else None,
                 )
                 nodes = list(fallback.nodes)
         sub = Subgraph(
@@ -385,66 +413,3 @@ class SGRAGRetriever(Retriever):
                     edge_info[(e.src, e.dst, e.relation)] = o
         graph = DataGraph({r["id"]: r["normalized"] for r in rows}, edges)
         return graph, info, edge_info
-
-    def _items(
-        self,
-        entities: list[str],
-        edges: list[Edge],
-        info: dict[str, dict[str, Any]],
-        edge_info: dict[tuple, dict[str, Any]],
-        n_matches: int,
-        support: dict[str, int],
-        p: SGRAGParams,
-        anchor_set: set[str] | None = None,
-    ) -> list[ContextItem]:
-        fallback = anchor_set is not None
-        entities = entities[: p.answer_k]
-        edges = edges[: max(p.answer_k * 4, 20)]
-        ent_rows = {r["id"]: r for r in self.db.read(query("sgrag.entity_chunks"), ids=entities)}
-        edge_rows = {
-            r["key"]: r
-            for r in self.db.read(
-                query("sgrag.relation_chunks"),
-                edges=[{"key": i, "src": e.src, "dst": e.dst, "predicate": e.relation} for i, e in enumerate(edges)],
-            )
-        }
-        items: list[ContextItem] = []
-        for rank, eid in enumerate(entities):
-            e = info[eid]
-            head = f"{e['name']} ({e['type']})" if e["type"] else e["name"]
-            text = f"{head}: {e['description']}" if e["description"] else head
-            src = ent_rows.get(eid, {})
-            items.append(
-                ContextItem(
-                    node_id=eid,
-                    label="Entity",
-                    text=("Answer: " if not fallback else "") + text,
-                    score=(support.get(eid, 0) / max(n_matches, 1)) if not fallback else 1.0 / (rank + 1),
-                    why="query entity (no exact match; 1-hop fallback)"
-                    if fallback
-                    else f"bound to the UNK target in {support.get(eid, 0)} of {n_matches} exact subgraph match(es)",
-                    chunk_ids=src.get("chunks", []),
-                    doc_titles=src.get("titles", []),
-                )
-            )
-        for i, e in enumerate(edges):
-            d = edge_info.get((e.src, e.dst, e.relation), {})
-            text = f"({info[e.src]['name']}; {e.relation}; {info[e.dst]['name']})"  # a triple, not prose
-            if d.get("description"):
-                text += f": {d['description']}"
-            src = edge_rows.get(i, {})
-            rel_ids = src.get("relations", [])
-            items.append(
-                ContextItem(
-                    node_id=rel_ids[0] if rel_ids else f"{e.src}|{e.relation}|{e.dst}",
-                    label="Relation",
-                    text=text,
-                    score=1.0 / (i + 2),
-                    why="edge incident to a query entity (1-hop fallback)"
-                    if fallback
-                    else "edge of an exact subgraph match",
-                    chunk_ids=src.get("chunks", []),
-                    doc_titles=src.get("titles", []),
-                )
-            )
-        return items
