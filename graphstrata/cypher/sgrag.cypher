@@ -59,10 +59,11 @@ RETURN edge.key AS key, collect(DISTINCT r.id) AS relations, collect(DISTINCT c.
        collect(DISTINCT c.doc_title) AS titles;
 
 // name: near_chunks
-// The chunks nearest the question by the vector index (over-fetched, as every lookup), as cosines:
+// The $k chunks nearest the question by the vector index (over-fetched, as every lookup), as cosines:
 // how sgrag_context.py orders a subgraph's source chunks without scoring every one of them.
 CALL db.index.vector.queryNodes('chunk_embedding', $candidates, $vector) YIELD node, score
 WITH node.id AS id, score WHERE id IS NOT NULL
+WITH id, score ORDER BY score DESC LIMIT $k
 RETURN id, 2 * score - 1 AS cosine;
 
 // name: source_passages

@@ -18,11 +18,13 @@ from typing import Any
 from graphstrata.algorithms.sgrag import Edge
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.retrieval.base import HNSW_CANDIDATES, ContextItem, chunk_text
+from graphstrata.retrieval.base import ContextItem, chunk_text, hnsw_candidates
 
 #: source passages read for one answer (the nearest the question): enough to fill any sensible
 #: budget, bounded for an entity mentioned in thousands of chunks
 MAX_PASSAGES = 50
+#: the question's nearest chunks whose cosines order the citations (the rest follow, in id order)
+NEAR_CHUNKS = 100
 
 
 def subgraph_items(
@@ -108,7 +110,7 @@ def subgraph_items(
 
 @dataclass(frozen=True)
 class Nearby:
-    """The question's vector and the chunks the vector index finds nearest it (HNSW_CANDIDATES), as
+    """The question's vector and the NEAR_CHUNKS chunks the vector index finds nearest it, as
     cosines: how a subgraph's sources are ordered without scoring each (an entity may be in thousands)."""
 
     vector: list[float]
@@ -116,7 +118,9 @@ class Nearby:
 
     @classmethod
     def of(cls, db: Database, vector: list[float]) -> Nearby:
-        rows = db.read(query("sgrag.near_chunks"), candidates=HNSW_CANDIDATES, vector=vector)
+        rows = db.read(
+            query("sgrag.near_chunks"), k=NEAR_CHUNKS, candidates=hnsw_candidates(NEAR_CHUNKS), vector=vector
+        )
         return cls(vector, {r["id"]: r["cosine"] for r in rows})
 
 
