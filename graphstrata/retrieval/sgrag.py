@@ -287,6 +287,7 @@ class SGRAGRetriever(Retriever):
                     n_matches=len(matches),
                     support=support,
                     nearby=nearby.result() if nearby is not None else None,
+                    budget=p.budget,
                 )
                 nodes = list(dict.fromkeys(v for m in matches for v in m.nodes))
             else:
@@ -309,6 +310,7 @@ class SGRAGRetriever(Retriever):
                     answer_k=p.answer_k,
                     fallback=True,
                     nearby=nearby.result() if nearby is not None else None,
+                    budget=p.budget,
                 )
                 nodes = list(fallback.nodes)
         sub = Subgraph(

@@ -19,10 +19,13 @@ from graphstrata.algorithms.sgrag import Edge
 from graphstrata.cypher import query
 from graphstrata.db import Database
 from graphstrata.retrieval.base import ContextItem, chunk_text, hnsw_candidates
+from graphstrata.retrieval.shared import beside
 
 #: source passages read for one answer (the nearest the question): enough to fill any sensible
 #: budget, bounded for an entity mentioned in thousands of chunks
 MAX_PASSAGES = 50
+#: fewest tokens a passage is counted for when the budget bounds how many are read
+PASSAGE_TOKENS = 50
 #: the question's nearest chunks whose cosines order the citations (the rest follow, in id order)
 NEAR_CHUNKS = 100
 
@@ -39,6 +42,7 @@ def subgraph_items(
     support: dict[str, int] | None = None,
     fallback: bool = False,
     nearby: Nearby | None = None,
+    budget: int = 4000,
 ) -> list[ContextItem]:
     """The answer entities (or, on the fallback, the anchors) with their descriptions, then the
     relations as ``(subject; predicate; object): description``, then — given the question's
@@ -48,14 +52,11 @@ def subgraph_items(
     edges = edges[: max(answer_k * 4, 20)]
     # the fallback's g'' describes its anchors and their neighbours, as many as its edges
     entities = entities[: len(edges) + answer_k] if fallback else entities[:answer_k]
+    # two independent round trips: the relations' sources are read beside the entities'
+    keyed = [{"key": i, "src": e.src, "dst": e.dst, "predicate": e.relation} for i, e in enumerate(edges)]
+    edge_read = beside(lambda: db.read(query("sgrag.relation_chunks"), edges=keyed))
     ent_rows = {r["id"]: r for r in db.read(query("sgrag.entity_chunks"), ids=entities)}
-    edge_rows = {
-        r["key"]: r
-        for r in db.read(
-            query("sgrag.relation_chunks"),
-            edges=[{"key": i, "src": e.src, "dst": e.dst, "predicate": e.relation} for i, e in enumerate(edges)],
-        )
-    }
+    edge_rows = {r["key"]: r for r in edge_read.result()}
     near = nearby.cosines if nearby is not None else {}
 
     def cited(row: dict[str, Any]) -> list[str]:  # the question's nearest source first (stable otherwise)
@@ -104,7 +105,9 @@ def subgraph_items(
         )
     if nearby is not None:
         cites = list(dict.fromkeys(c for it in items for c in it.chunk_ids))
-        items += source_passages(db, sorted(cites, key=lambda c: -near.get(c, -2.0))[:MAX_PASSAGES], nearby.vector)
+        # no more passages than the budget could hold at PASSAGE_TOKENS each
+        limit = min(MAX_PASSAGES, max(1, budget // PASSAGE_TOKENS))
+        items += source_passages(db, sorted(cites, key=lambda c: -near.get(c, -2.0))[:limit], nearby.vector)
     return items
 
 
@@ -126,7 +129,7 @@ class Nearby:
 
 def source_passages(db: Database, chunk_ids: list[str], vector: list[float]) -> list[ContextItem]:
     """The chunks ``chunk_ids`` name, as passages, nearest the question first (exact cosines)."""
-    rows = db.read(query("sgrag.source_passages"), ids=chunk_ids, vector=vector, limit=MAX_PASSAGES)
+    rows = db.read(query("sgrag.source_passages"), ids=chunk_ids, vector=vector, limit=len(chunk_ids))
     return [
         ContextItem(
             node_id=r["id"],
