@@ -312,6 +312,45 @@ def test_refuses_to_listen_beyond_loopback_without_a_key(neo4j_settings: Setting
     assert "GRAPHSTRATA_API_KEY" in r.stderr
 
 
+def test_closing_waits_for_the_warm_up_reading_through_the_driver(
+    neo4j_settings: Settings, db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warm-up thread reads through the server's driver: a server closed while it reads must let
+    the read end before closing the driver (closing it under a query broke the query mid-message)."""
+    from starlette.testclient import TestClient
+
+    from graphstrata.retrieval import warmup
+    from graphstrata.server import create_app
+
+    seen: dict[str, Any] = {"reads": 0, "errors": [], "done": False}
+
+    def reading_warm(database: Database, concurrency: int = 2) -> None:
+        deadline = time.monotonic() + 5.0  # reads for 5 s: the server below closes long before
+        try:
+            while time.monotonic() < deadline:
+                database.read("RETURN 1 AS one")
+                seen["reads"] += 1
+        except Exception as e:
+            seen["errors"].append(repr(e))
+        seen["done"] = True
+
+    monkeypatch.setattr(warmup, "warm", reading_warm)
+    from graphstrata.db import connection_params
+
+    uri, (user, password) = connection_params(neo4j_settings)
+    settings = neo4j_settings.model_copy(
+        update={"neo4j_uri": uri, "neo4j_user": user, "neo4j_password": password, "data_dir": tmp_path / "data"}
+    )
+    with TestClient(create_app(settings)):  # started; closed as soon as the warm-up reads
+        deadline = time.monotonic() + 60
+        while seen["reads"] == 0 and not seen["errors"]:
+            assert time.monotonic() < deadline, "the warm-up never read"
+            time.sleep(0.01)
+        assert not seen["done"]
+    # closed after the warm-up's read loop ended, never under it
+    assert seen["done"] and seen["errors"] == [] and seen["reads"] > 0, seen
+
+
 def test_neo4j_unavailable(tmp_path: Path) -> None:
     """A server whose Neo4j does not answer still starts, says so on /health (503) and answers
     requests with 503 `neo4j_unavailable` rather than hanging or crashing."""

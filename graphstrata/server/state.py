@@ -16,6 +16,9 @@ from graphstrata.server.journal import JobJournal
 
 log = logging.getLogger("graphstrata.server")
 
+#: how long closing the server waits for the warm-up's current step (projections of a large graph)
+WARM_JOIN_SECONDS = 120.0
+
 # ------------------------------------------------------------------------------------------------
 # state shared by the handlers
 # ------------------------------------------------------------------------------------------------
@@ -30,6 +33,8 @@ class ServerState:
         self.jobs = JobQueue(classify=classify_error)
         self.bounded = Bounded()
         self.journal = JobJournal(settings.data_dir / "server" / "jobs.txt")
+        self._warmer: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def start(self) -> None:
         from graphstrata.blas import limit_blas_threads
@@ -45,7 +50,8 @@ class ServerState:
         except Exception as e:  # serve anyway: /health says what is wrong, requests get 503
             log.warning("not connected to Neo4j yet: %s", e)
         else:
-            threading.Thread(target=self._warm, args=(gs,), name="warm-questions", daemon=True).start()
+            self._warmer = threading.Thread(target=self._warm, args=(gs,), name="warm-questions", daemon=True)
+            self._warmer.start()
 
     def _warm(self, gs: Any) -> None:
         """The PPR methods' projections and DA-RAG's layers, made in the background at start: the
@@ -53,10 +59,14 @@ class ServerState:
         from graphstrata.retrieval import darag
         from graphstrata.retrieval.warmup import warm
 
+        if self._stopping.is_set():
+            return
         try:
             warm(gs.db, self.settings.gds_concurrency)
         except Exception as e:  # a question builds it on demand as before
             log.warning("PPR projections not prepared at start: %s", e)
+        if self._stopping.is_set():  # the server is closing: close() waits for this thread
+            return
         try:
             darag.warm(gs.db)
         except Exception as e:
@@ -83,6 +93,13 @@ class ServerState:
 
     def close(self) -> None:
         self.jobs.stop()
+        # the warm-up thread reads through the shared driver: closing the driver under a running
+        # query breaks it mid-message, so its current step ends first (it starts no other)
+        self._stopping.set()
+        if self._warmer is not None:
+            self._warmer.join(timeout=WARM_JOIN_SECONDS)
+            if self._warmer.is_alive():
+                log.warning("the warm-up still runs after %s s; closing the connection under it", WARM_JOIN_SECONDS)
         with self._lock:
             if self._gs is not None:
                 if self._gs._llm is not None:
