@@ -18,7 +18,8 @@ from typing import Any
 from graphstrata.algorithms.sgrag import Edge
 from graphstrata.cypher import query
 from graphstrata.db import Database
-from graphstrata.retrieval.base import ContextItem, chunk_text, hnsw_candidates
+from graphstrata.retrieval.base import ContextItem, hnsw_candidates
+from graphstrata.retrieval.baselines import chunk_items
 from graphstrata.retrieval.shared import beside
 
 #: source passages read for one answer (the nearest the question): enough to fill any sensible
@@ -130,15 +131,6 @@ class Nearby:
 def source_passages(db: Database, chunk_ids: list[str], vector: list[float]) -> list[ContextItem]:
     """The chunks ``chunk_ids`` name, as passages, nearest the question first (exact cosines)."""
     rows = db.read(query("sgrag.source_passages"), ids=chunk_ids, vector=vector, limit=len(chunk_ids))
-    return [
-        ContextItem(
-            node_id=r["id"],
-            label="Chunk",
-            text=chunk_text(r["title"], r["text"]),
-            score=float(r["score"]),
-            why="source passage of the subgraph's entities and relations (ordered by similarity to the question)",
-            chunk_ids=[r["id"]],
-            doc_titles=[r["title"]] if r["title"] else [],
-        )
-        for r in rows
-    ]
+    return chunk_items(
+        rows, "source passage of the subgraph's entities and relations (ordered by similarity to the question)"
+    )
