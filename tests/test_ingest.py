@@ -37,7 +37,10 @@ def snapshot(db: Database) -> dict:
     for n in nodes:
         for k in ("embedding", "ingested_at", "_lock"):
             n["p"].pop(k, None)
-    rels = db.read("MATCH (a)-[r]->(b) RETURN type(r) AS t, a.id AS a, b.id AS b, properties(r) AS p ORDER BY t, a, b")
+    rels = db.read("MATCH (a)-[r]->(b) RETURN type(r) AS t, a.id AS a, b.id AS b, properties(r) AS p")
+    # sorted by all of a relationship: two of one type between one pair (a chunk pair's semantic and
+    # lexical SIMILAR) come back in store order, which the order of the writes decides
+    rels.sort(key=lambda r: (r["t"], str(r["a"]), str(r["b"]), json.dumps(r["p"], sort_keys=True, default=str)))
     return {"nodes": nodes, "rels": rels}
 
 
