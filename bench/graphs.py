@@ -84,6 +84,7 @@ DEFAULT_METHODS = [
     "e2graphrag@paper",
     "darag@paper",
     "sgrag@labels",
+    "e2graphrag@all-terms",
 ]
 #: Rows that are a method with parameters: the fusion of graph methods only (no baseline in it), and
 #: the methods whose paper sets its own context size, at that size (docs/methods.md): KET-RAG's
@@ -106,6 +107,12 @@ VARIANTS = {
     # the paper's rankings by plain counts (the default weighs each query entity by its idf)
     "e2graphrag@uniform": ("e2graphrag", {"entity_weight": "uniform"}),
     "e2graphrag@paper-uniform": ("e2graphrag", {"top_k": 25, "budget": 30_000, "entity_weight": "uniform"}),
+    # every mapped query entity, however common (the paper's); and other shares of the chunks above
+    # which a query entity is left out (the default: 1%)
+    "e2graphrag@all-terms": ("e2graphrag", {"max_df_share": 1.0}),
+    "e2graphrag@df0.5": ("e2graphrag", {"max_df_share": 0.005}),
+    "e2graphrag@df2": ("e2graphrag", {"max_df_share": 0.02}),
+    "e2graphrag@df5": ("e2graphrag", {"max_df_share": 0.05}),
     "hipporag@nofacts": ("hipporag", {"fact_k": 0}),  # the nearest passage stands in for the facts
     "hipporag@relations": ("hipporag", {"relation_edges": True}),  # the walk over the fact edges too
     "e2graphrag@paper": ("e2graphrag", {"top_k": 25, "budget": 30_000}),

@@ -428,7 +428,7 @@ def test_local_direct_merges_adjacent_chunks_in_document_order(corpus: GraphStra
 def test_local_tightens_h_while_more_than_25_chunks(corpus: GraphStrata) -> None:
     q = "Where did the kayak, the paddle and the canyon go?"
     assert query_entities(q) == ["kayak", "paddle", "canyon"]
-    r = corpus.retrieve(q, "e2graphrag", fill=False)
+    r = corpus.retrieve(q, "e2graphrag", fill=False, max_df_share=1.0)  # kayak and canyon are common here
     # by hand: kayak-paddle 1 hop (3 Shed chunks), kayak-canyon 2 hops (30 Trip chunks),
     # paddle-canyon 3 hops (no chunk): 33 chunks for h = 4, 3, 2; 3 for h = 1
     assert r.notes["branch"] == "local" and r.notes["local"] == "tightened"
@@ -441,7 +441,7 @@ def test_local_tightens_h_while_more_than_25_chunks(corpus: GraphStrata) -> None
 def test_local_falls_back_to_entity_aware_ranking_when_tightening_empties(corpus: GraphStrata) -> None:
     q = "Was the anchor tied to the rope and the buoy?"
     assert query_entities(q) == ["anchor", "rope", "buoy"]
-    r = corpus.retrieve(q, "e2graphrag", top_k=5)
+    r = corpus.retrieve(q, "e2graphrag", top_k=5, max_df_share=1.0)  # anchor and rope are common here
     # by hand: all three pairs co-occur directly, so 28 chunks at every h down to 1 and none at 0;
     # the 28 of h = 1 are ranked by distinct query entities, then occurrences:
     # Dock 00 (3 entities, 7), 01 (3, 4), 02 (3, 3), then Dock 03 (2, 4), 04 (2, 3); the rest (2, 2)
@@ -452,7 +452,29 @@ def test_local_falls_back_to_entity_aware_ranking_when_tightening_empties(corpus
     assert [i.text.split(":")[0] for i in r.items] == ["anchor-rope-buoy"] * 3 + ["anchor-rope"] * 2
     # without the bound the 28 chunks would all be returned
     r = corpus.retrieve(q, "e2graphrag", max_chunks=30, top_k=100, fill=False)
-    assert r.notes["local"] == "direct" and len(r.chunk_ids()) == 28
+    assert r.notes["too_common"] == [] and r.notes["local"] == "direct" and len(r.chunk_ids()) == 28
+
+
+def test_a_query_entity_in_more_chunks_than_local_mode_may_hold_is_left_out(corpus: GraphStrata) -> None:
+    q = "Where did the kayak, the paddle and the canyon go?"
+    # by hand: kayak is in 33 chunks (30 Trip, 3 Shed), canyon in 30, paddle in 3, of 71 chunks (67
+    # one-chunk documents and the Workshop's 4); an entity is left out above max(1% of 71,
+    # max_chunks = 25) chunks: kayak and canyon; paddle alone
+    # has no pair, so the query is global with occurrence ranking, as for a single entity (§3.2)
+    r = corpus.retrieve(q, "e2graphrag")
+    assert r.notes["too_common"] == ["kayak", "canyon"] and r.notes["unmapped"] == []
+    assert r.notes["mapped"] == ["paddle"]
+    assert r.notes["branch"] == "global+occurrence" and r.notes["reason"] == "a single query entity"
+    assert {i.doc_titles[0] for i in r.items[:3]} == {"Shed 0", "Shed 1", "Shed 2"}  # paddle's chunks first
+    # the share counts once it is above max_chunks: 40% of 71 chunks = 28.4 (> 25): both out;
+    # 45% = 31.95: canyon (30) stays, kayak (33) does not; 50% = 35.5: both stay
+    assert corpus.retrieve(q, "e2graphrag", max_df_share=0.4).notes["too_common"] == ["kayak", "canyon"]
+    assert corpus.retrieve(q, "e2graphrag", max_df_share=0.45).notes["too_common"] == ["kayak"]
+    assert corpus.retrieve(q, "e2graphrag", max_df_share=0.5).notes["too_common"] == []
+    # and max_chunks is the floor: at 40 both stay; the GDS path leaves out the same ones
+    assert corpus.retrieve(q, "e2graphrag", max_chunks=40).notes["too_common"] == []
+    gds = corpus.retrieve(q, "e2graphrag", graph_filter="gds")
+    assert gds.notes["too_common"] == ["kayak", "canyon"] and gds.notes["branch"] == "global+occurrence"
 
 
 def test_local_mode_fills_k_from_global_occurrence_ranking(corpus: GraphStrata) -> None:
@@ -479,7 +501,7 @@ def test_local_mode_fills_k_from_global_occurrence_ranking(corpus: GraphStrata) 
 
 
 def test_entity_aware_ties_go_to_the_chunk_nearer_the_question() -> None:
-    from graphstrata.retrieval.e2graphrag import entity_aware_rank
+    from graphstrata.retrieval.e2graphrag_rank import entity_aware_rank
 
     info = {
         "a": {"doc_id": "d1", "ordinal": 0, "occ": {"x": 1, "y": 1}},
@@ -533,10 +555,11 @@ def test_one_round_trip_for_the_local_branch(corpus: GraphStrata, monkeypatch: p
         ("What is it?", "global", 1),  # no entity: no graph read at all, only the dense one
     ]:
         statements.clear()
-        r = corpus.retrieve(q, "e2graphrag")
+        r = corpus.retrieve(q, "e2graphrag", max_df_share=1.0)
         assert r.notes["branch"] == branch
         assert len(statements) == reads, q
     # the raw rows are what Database.read returns
     text = query("e2graphrag.local_index").replace("MAX_HOPS", "4")
-    params = {"names": ["lantern", "violin"], "inline": 100, "vector": corpus.embedder.embed(["lantern"])[0].tolist()}
+    vector = corpus.embedder.embed(["lantern"])[0].tolist()
+    params = {"names": ["lantern", "violin"], "inline": 100, "vector": vector, "max_df_share": 0.01, "min_df": 25}
     assert read(corpus.db, text, **params) == corpus.db.read(text, **params)

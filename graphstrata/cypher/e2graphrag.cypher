@@ -78,7 +78,9 @@ SET x.ordinal = i;
 // names $names:
 //   entities  the graph entities they map to (by normalised name; unmapped names drop out), in
 //             question order, each with df, the number of chunks that mention it (and n_chunks,
-//             all chunks: the entity weights' inverse document frequency);
+//             all chunks: the entity weights' inverse document frequency); an entity mentioned
+//             in more than $max_df_share of the chunks and more than $min_df chunks is left out,
+//             its name in `common`;
 //   pairs     graph filter (Eq. 1): [a, b, hops] for every pair, hops = the length of the
 //             shortest CO_OCCURS path (bidirectional BFS) if at most MAX_HOPS, else null.
 //             MAX_HOPS is substituted by the retriever with the validated integer h (a
@@ -92,8 +94,12 @@ SET x.ordinal = i;
 UNWIND range(0, size($names) - 1) AS i
 MATCH (e:Term {normalized: $names[i]})
 WITH i, e ORDER BY i
-WITH collect(e) AS es
-WITH es,
+WITH collect(e) AS found
+WITH found, COUNT { (:Chunk) } AS n_chunks
+WITH found, n_chunks, CASE WHEN $max_df_share * n_chunks > $min_df THEN $max_df_share * n_chunks ELSE $min_df END AS limit
+WITH n_chunks, [e IN found WHERE COUNT { (e)<-[:HAS_TERM]-() } <= limit] AS es,
+     [e IN found WHERE COUNT { (e)<-[:HAS_TERM]-() } > limit | e.normalized] AS common
+WITH n_chunks, es, common,
      COLLECT {
        UNWIND es AS e
        MATCH (e)<-[m:HAS_TERM]-(c:Chunk)
@@ -109,7 +115,7 @@ CALL (chunks) {
                   overlap: coalesce([(d:Document)-[:HAS_CHUNK]->(c) | d.chunk_overlap][0], 0)}) AS texts
 }
 RETURN [e IN es | {id: e.id, name: e.name, normalized: e.normalized, df: COUNT { (e)<-[:HAS_TERM]-() }}] AS entities,
-       COUNT { (:Chunk) } AS n_chunks,
+       n_chunks, common,
        COLLECT {
          UNWIND range(0, size(es) - 2) AS i
          UNWIND range(i + 1, size(es) - 1) AS j

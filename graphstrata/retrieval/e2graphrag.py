@@ -3,7 +3,9 @@ at query time.
 
 1. Query entities: the question's spaCy entities and nouns, normalised exactly as at ingest
    (:func:`graphstrata.text.nlp.query_entities`), mapped to ``Term`` nodes (its own layer) by normalised
-   name; names that map to nothing are ignored (§3.2: "treated as invalid").
+   name; names that map to nothing are ignored (§3.2: "treated as invalid"), and so are names of
+   Terms mentioned in more than ``max_df_share`` (1%) of all chunks and more than ``max_chunks``
+   (25) chunks (``notes["too_common"]``).
 2. No entity → **global** mode: dense retrieval over the collapsed summary tree (every ``Chunk``
    and current ``Summary`` in one ranking, as RAPTOR), the ``top_k`` nearest, by similarity.
 3. Graph filter (Eq. 1): the pairs of query entities within ``hops`` (h) hops of each other on the
@@ -28,6 +30,14 @@ not run) global modes rank chunks only, and ``notes["tree"]`` says so.
 
 Choices where the paper is silent or its code differs:
 
+* The paper indexes one book, where a common noun ("the ring") still points to a few places. In a
+  collection of documents a noun such as "county" or "state" sits in hundreds of chunks: every
+  pair with it passes the graph filter (it is within a hop or two of everything) and its chunks
+  fill the local set, so the question's names lose to it. Such a Term is treated as an unmapped
+  name is. A Term in at most ``max_chunks`` chunks is always kept: the local set may hold all
+  of its chunks, and a small corpus (one book) keeps the paper's behaviour, as does
+  ``max_df_share = 1`` on any corpus (bench/results/variants.md).
+
 * An entity pair whose index mapping is empty at the initial h cannot give local evidence, and
   Algorithm 1 has no previous set to fall back to; as the authors' code does
   (``query.py``: ``chunk_count == 0`` → occurrence ranking) this goes to global+occurrence.
@@ -46,7 +56,6 @@ recall: bench/results/e2_latency.md.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from itertools import combinations
@@ -66,8 +75,8 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.e2graphrag_rank import entity_aware_rank, entity_weights, format_local
 from graphstrata.text.nlp import query_entities
-from graphstrata.text.tokens import join_overlapping
 
 MAX_HOPS = 8
 GDS_GRAPH = "e2graphrag_cooc"
@@ -97,6 +106,14 @@ class E2GraphRAGParams(RetrieverParams):
         ge=1,
         le=1000,
         description="while the index mapping yields more chunks than this, h is tightened (Algorithm 1, line 11)",
+    )
+    max_df_share: float = Field(
+        0.01,
+        gt=0,
+        le=1,
+        description="a query entity mentioned in more than this share of all chunks (and in more than max_chunks "
+        "chunks) is treated as invalid, as an unmapped name is (§3.2): a common noun locates nothing in a "
+        "collection of documents (docs/methods.md); 1 = the paper's (every mapped entity counts)",
     )
     candidate_factor: int = Field(
         2,
@@ -145,6 +162,7 @@ class E2GraphRAGRetriever(Retriever):
             "query_entities": names,
             "mapped": list(ents.values()),
             "unmapped": [n for n in names if n not in mapped],
+            "too_common": [n for n in names if mapped.get(n) is False],
         }
         if not ents:
             notes["branch"] = "global"
@@ -226,18 +244,28 @@ class E2GraphRAGRetriever(Retriever):
     # --- entities, graph filter, entity→chunk index ----------------------------------------------
     def _index(
         self, names: list[str], p: E2GraphRAGParams, t: Timer, vector: list[float] | None = None
-    ) -> tuple[dict[str, str], set[str], Callable[[int], set[Pair]], list[dict], dict[str, dict], dict[str, float]]:
-        """Mapped entities (id → name, question order), the names that mapped, ``h -> pairs within h
+    ) -> tuple[
+        dict[str, str], dict[str, bool], Callable[[int], set[Pair]], list[dict], dict[str, dict], dict[str, float]
+    ]:
+        """Mapped entities (id → name, question order), the names that mapped (True; False: left out as
+        mentioned in more than ``max_df_share`` of the chunks), ``h -> pairs within h
         hops`` (h ≤ p.hops), the chunks that mention two or more of the entities, the texts of
         those chunks when there are few (``INLINE_TEXTS``), and each entity's weight."""
         if not names:
-            return {}, set(), lambda h: set(), [], {}, {}
+            return {}, {}, lambda h: set(), [], {}, {}
         if p.graph_filter == "cypher":
             text = query("e2graphrag.local_index").replace("MAX_HOPS", str(int(p.hops)))
             with t.stage("graph"):
-                (row,) = self.db.read_plain(text, names=names, inline=INLINE_TEXTS, vector=vector)
+                (row,) = self.db.read_plain(
+                    text,
+                    names=names,
+                    inline=INLINE_TEXTS,
+                    vector=vector,
+                    max_df_share=p.max_df_share,
+                    min_df=p.max_chunks,
+                )
             ents = {e["id"]: e["name"] for e in row["entities"]}
-            mapped = {e["normalized"] for e in row["entities"]}
+            mapped = {e["normalized"]: True for e in row["entities"]} | {n: False for n in row["common"]}
             hops = {(a, b): n for a, b, n in row["pairs"]}
             inline = {r["id"]: r for r in row["texts"]}
             return (
@@ -260,8 +288,10 @@ class E2GraphRAGRetriever(Retriever):
             )
         with t.stage("graph"):
             rows = self.db.read_plain(query("e2graphrag.map_entities"), names=names)
+            common = {r["normalized"] for r in rows if r["df"] > max(p.max_df_share * r["n_chunks"], p.max_chunks)}
+            rows = [r for r in rows if r["normalized"] not in common]
             ents = {r["id"]: r["name"] for r in rows}
-            mapped = {r["normalized"] for r in rows}
+            mapped = {r["normalized"]: True for r in rows} | dict.fromkeys(common, False)
             chunks = [r["chunk"] for r in self.db.read_plain(query("e2graphrag.co_mention_chunks"), eids=list(ents))]
             if chunks and vector is not None:
                 ids = [c["id"] for c in chunks]
@@ -355,96 +385,3 @@ class E2GraphRAGRetriever(Retriever):
             relationships=[f"{r['id']}-SUMMARIZES->{c}" for r in rows for c in r["children"]],
         )
         return Retrieved(items, sub, notes)
-
-
-def entity_weights(entities: list[dict], n_chunks: int, how: str) -> dict[str, float]:
-    """Entity id → the weight of one of its occurrences: 1 (``uniform``, the paper's counts), or its
-    inverse document frequency log(n_chunks / df) (``idf``; never below 0)."""
-    if how == "uniform":
-        return {e["id"]: 1.0 for e in entities}
-    return {e["id"]: max(0.0, math.log(max(n_chunks, 1) / max(e["df"], 1))) for e in entities}
-
-
-def entity_aware_rank(
-    chunks: set[str],
-    info: dict[str, dict],
-    sim: dict[str, float] | None = None,
-    weights: dict[str, float] | None = None,
-) -> list[str]:
-    """Entity-Aware Ranking (§3.2): distinct query entities in the chunk, then their occurrences
-    (the chunk→entity index), each entity counted with its weight (default 1, the paper's counts);
-    ties by similarity to the question (`sim`: the paper ranks the chunks of one book, where ties
-    fall in document order; across documents that order means nothing), then in document order."""
-    sim = sim or {}
-    w = weights or {}
-
-    def key(c: str) -> tuple:
-        occ = info[c]["occ"]
-        coverage = sum(w.get(e, 1.0) for e in occ)
-        weighted = sum(n * w.get(e, 1.0) for e, n in occ.items())
-        return (-coverage, -weighted, -sim.get(c, 0.0), info[c]["doc_id"] or "", info[c]["ordinal"] or 0, c)
-
-    return sorted(chunks, key=key)
-
-
-def format_local(
-    chosen: list[str],
-    keys: dict[str, list[str]],
-    info: dict[str, dict],
-    texts: dict[str, dict],
-    ents: dict[str, str],
-    weights: dict[str, float] | None = None,
-) -> list[ContextItem]:
-    """ "entity1-entity2-…: chunks": one group per entity key (the union of the pairs that selected
-    the chunk), groups by coverage (entities in the key) then occurrences, each entity with its
-    weight (default 1); within a group the chunks in document order (documents by their best chunk's
-    rank), adjacent ones merged."""
-    w = weights or {}
-    rank = {c: i for i, c in enumerate(chosen)}
-    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    for c in chosen:
-        groups[tuple(keys[c])].append(c)
-
-    def group_key(k: tuple[str, ...]) -> tuple:
-        members = groups[k]
-        occ = sum(info[c]["occ"].get(e, 0) * w.get(e, 1.0) for c in members for e in k)
-        return (-sum(w.get(e, 1.0) for e in k), -occ, min(rank[c] for c in members))
-
-    items: list[ContextItem] = []
-    for k in sorted(groups, key=group_key):
-        doc_rank: dict[str, int] = {}
-        for c in groups[k]:
-            d = info[c]["doc_id"]
-            doc_rank[d] = min(doc_rank.get(d, rank[c]), rank[c])
-        members = sorted(groups[k], key=lambda c: (doc_rank[info[c]["doc_id"]], info[c]["ordinal"]))
-        runs: list[list[str]] = []
-        for c in members:
-            last = runs[-1][-1] if runs else None
-            if (
-                last is not None
-                and info[last]["doc_id"] == info[c]["doc_id"]
-                and info[c]["ordinal"] == info[last]["ordinal"] + 1
-            ):
-                runs[-1].append(c)
-            else:
-                runs.append([c])
-        label = "-".join(ents[e] for e in k)
-        for run in runs:
-            first = texts[run[0]]
-            body = join_overlapping([texts[c]["text"] for c in run], first["overlap"])
-            covered = {e for c in run for e in info[c]["occ"]}
-            occ = sum(n for c in run for n in info[c]["occ"].values())
-            items.append(
-                ContextItem(
-                    node_id=run[0],
-                    label="Chunk",
-                    text=f"{label}: {first['title']}\n{body}",
-                    score=len(covered) + occ / (occ + 1),
-                    why=f"mentions {label} (entity pair(s) within h hops on the co-occurrence graph); "
-                    f"{len(covered)} query entities, {occ} occurrences"
-                    + (f"; {len(run)} adjacent chunks merged" if len(run) > 1 else ""),
-                    chunk_ids=run,
-                    doc_titles=[first["title"]] if first["title"] else [],
-                )
-            )
-    return items
