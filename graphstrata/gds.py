@@ -159,7 +159,14 @@ class GDS:
         return self._ensure(name, force, build)
 
     def project_ordered(
-        self, name: str, labels: list[str], types: Sequence[str] = (), *, embedding: bool = False, force: bool = False
+        self,
+        name: str,
+        labels: list[str],
+        types: Sequence[str] = (),
+        *,
+        embedding: bool = False,
+        force: bool = False,
+        limit: int | None = None,
     ) -> Projection:
         """Nodes with `labels` (with their `embedding` if asked: then only nodes that have one) and the
         relationships of `types` among them, undirected, numbered in an order fixed by the ids (see
@@ -168,9 +175,13 @@ class GDS:
         permutation (what these algorithms assume), whatever the ids look like.
 
         A Cypher projection, through the client's ``graph.project.cypher``: a native projection (the
-        client's ``graph.project.native``) numbers nodes in store order, which cannot be chosen."""
+        client's ``graph.project.native``) numbers nodes in store order, which cannot be chosen.
+
+        ``limit``: only the first ``limit`` nodes of that order (and the relationships among them) — a
+        seeded uniform sample of the nodes, the same one on every run over the same ids."""
         ids = [r[0] for r in self.db.read_rows(query("gds.ordered_ids"), ["id"], labels=labels, embedding=embedding)]
         ranked = sorted((i for i in ids if i is not None), key=lambda i: hashlib.sha256(i.encode()).digest())
+        ranked = ranked[:limit] if limit is not None else ranked
         if not ranked:  # a Cypher projection of no rows aggregates to null, which GDS cannot load: no graph
             self.drop(_full(name))
             return Projection(_full(name), 0, 0, reused=False)

@@ -154,6 +154,19 @@ def test_ketrag_splits_the_budget(kg: GraphStrata) -> None:
     assert sum(i.tokens for i in skeleton) <= 100 and r.tokens <= 200
 
 
+def test_the_keyword_pool_is_sized_by_the_whole_budget(kg: GraphStrata) -> None:
+    """With the skeleton channel beside it (lambda 0.5) the keyword channel ranks every candidate it ranks
+    alone (lambda 0): the seed keywords alone are the first of those with both channels."""
+    kg.ingest_texts(DOCS, IngestOptions(extractor="none"))
+    question = "What did Marie Curie discover about lava?"
+    alone = kg.retrieve(question, "ketrag-keyword", budget=30, keyword_pool=1.0)
+    both = kg.retrieve(question, "ketrag", budget=30, keyword_pool=1.0, lam=0.5, seed_entities=3, relation_share=1.0)
+    assert sum(i.tokens for i in both.items if i.why != "sub-chunk of a seed keyword") > 0  # the skeleton took some
+    seeds, seeds_both = alone.notes["seed_keywords"], both.notes["seed_keywords"]
+    assert len(seeds) >= 2 and seeds_both[: len(seeds)] == seeds
+    assert both.notes["keyword_candidates"] >= alone.notes["keyword_candidates"]
+
+
 @pytest.mark.parametrize("entry", ["ingest_ketrag", "options"])
 def test_ketrag_profile_extracts_only_core_chunks(
     graph: Database, neo4j_settings: Settings, fake_openai, tmp_path, entry: str

@@ -278,15 +278,21 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
     gds = GDS(ctx.db, ctx.settings)
     ctx.db.write(query("augment.delete_groups"))
     # in id order: K-means' seeded initial centroids are picked by GDS node number
-    with gds.temporary(
-        gds.project_ordered("noderag_kmeans", ["SemanticUnit", "Attribute", "HighLevel"], embedding=True, force=True)
-    ) as p:
+    labels = ["SemanticUnit", "Attribute", "HighLevel"]
+    sample = ctx.params.kmeans_sample
+    with gds.temporary(gds.project_ordered("noderag_kmeans", labels, embedding=True, force=True)) as p:
         if p.nodes < 2:
             return StageReport(stage="semantic_matching", counts={"groups": 0})
         k = max(1, round(math.sqrt(p.nodes)))  # Algorithm 2, step 2: K = sqrt(|V_{S,A,H}|)
-        km = gds.client.kmeans.stream(
-            p.graph, node_property="embedding", k=k, random_seed=42, concurrency=1, max_iterations=50
-        )
+        fit = {"random_seed": 42, "concurrency": 1, "max_iterations": 50}
+        if sample is not None and p.nodes > sample:
+            # Lloyd's iterations cost nodes x K = n^1.5 per iteration: above `kmeans_sample` nodes the
+            # centroids are fitted on a seeded sample of that many (project_ordered's first nodes), and
+            # every node is then assigned to its nearest one — a single nodes x K pass
+            with gds.temporary(gds.project_ordered("noderag_kmeans_sample", labels, embedding=True, limit=sample)) as s:
+                centroids = gds.client.kmeans.stats(s.graph, node_property="embedding", k=k, **fit)["centroids"]
+            fit = {"seed_centroids": centroids, "concurrency": 1, "max_iterations": 1}
+        km = gds.client.kmeans.stream(p.graph, node_property="embedding", k=k, **fit)
         rows = gds.resolve(
             query("augment.kmeans_members"),
             ["id", "label", "cluster", "community"],
@@ -300,4 +306,7 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
         cell[(r["community"], r["cluster"])]["h" if r["label"] == "HighLevel" else "sa"].append(r["id"])
     groups = [{"h": h, "n": n} for c in cell.values() for h in c["h"] for n in c["sa"]]
     ctx.db.write_batches(query("augment.write_groups"), groups)
-    return StageReport(stage="semantic_matching", counts={"clusters": k, "groups": len(groups)})
+    fitted_on = p.nodes if sample is None else min(sample, p.nodes)
+    return StageReport(
+        stage="semantic_matching", counts={"clusters": k, "groups": len(groups)}, notes={"fitted_on": fitted_on}
+    )

@@ -46,6 +46,13 @@ class AugmentParams(BaseModel):
     knn_incremental_max_share: float = Field(
         0.1, gt=0, le=1, description="knn_incremental: a full run when more than this share of the nodes changed"
     )
+    kmeans_sample: int | None = Field(
+        20_000,
+        ge=2,
+        description="semantic_matching: above this many S/A/H nodes, K-means' centroids are fitted on a seeded "
+        "sample of this many and every node is assigned to the nearest (Lloyd's iterations over all n nodes cost "
+        "n x sqrt(n)); None: every node, as the paper",
+    )
     ann_cell_size: int = Field(256, ge=16, description="ivf: vectors per cell")
     ann_nprobe: int = Field(16, ge=1, description="ivf: cells each vector is compared with")
     betweenness_samples: int | None = Field(

@@ -9,7 +9,8 @@ RETURN n.id AS id;
 
 // name: project_ordered
 // The nodes with $labels (those with an `embedding` when $embedding) and the relationships of $types
-// between them (undirected), projected in the order $rank (id -> position) gives, then relationships by
+// between them (undirected) — of those $rank holds: all of them, or a sample (gds.py project_ordered's
+// `limit`) — projected in the order $rank (id -> position) gives, then relationships by
 // their ends' positions: GDS numbers nodes in the order it receives them, and seeded algorithms
 // (Leiden, K-means, KNN, sampled betweenness) depend on that numbering. The store's own order changes
 // whenever nodes are re-created (augment re-creates Attributes and HighLevels) or ingested in another
@@ -17,11 +18,12 @@ RETURN n.id AS id;
 // Run by the client's Cypher projection (`gds.graph.project.cypher`), which wants the aggregation as
 // the one column returned.
 CALL () {
-  MATCH (n:$any($labels)) WHERE NOT $embedding OR n.embedding IS NOT NULL
+  MATCH (n:$any($labels)) WHERE (NOT $embedding OR n.embedding IS NOT NULL) AND $rank[n.id] IS NOT NULL
   RETURN n AS source, null AS target, $rank[n.id] AS k1, -1 AS k2
   UNION ALL
   MATCH (a:$any($labels))-[r:$any($types)]->(b:$any($labels))
-  WHERE NOT $embedding OR (a.embedding IS NOT NULL AND b.embedding IS NOT NULL)
+  WHERE (NOT $embedding OR (a.embedding IS NOT NULL AND b.embedding IS NOT NULL))
+    AND $rank[a.id] IS NOT NULL AND $rank[b.id] IS NOT NULL
   RETURN a AS source, b AS target, $rank[a.id] AS k1, $rank[b.id] AS k2
 }
 WITH source, target ORDER BY target IS NOT NULL, k1, k2
@@ -37,11 +39,12 @@ RETURN gds.graph.project($name, source, target,
 // relationships are typed REL, which the client makes undirected (undirected_relationship_types).
 // Whether a session numbers the nodes in the order received is not tested here (no Aura session).
 CALL () {
-  MATCH (n:$any($labels)) WHERE NOT $embedding OR n.embedding IS NOT NULL
+  MATCH (n:$any($labels)) WHERE (NOT $embedding OR n.embedding IS NOT NULL) AND $rank[n.id] IS NOT NULL
   RETURN n AS source, null AS target, $rank[n.id] AS k1, -1 AS k2
   UNION ALL
   MATCH (a:$any($labels))-[r:$any($types)]->(b:$any($labels))
-  WHERE NOT $embedding OR (a.embedding IS NOT NULL AND b.embedding IS NOT NULL)
+  WHERE (NOT $embedding OR (a.embedding IS NOT NULL AND b.embedding IS NOT NULL))
+    AND $rank[a.id] IS NOT NULL AND $rank[b.id] IS NOT NULL
   RETURN a AS source, b AS target, $rank[a.id] AS k1, $rank[b.id] AS k2
 }
 WITH source, target ORDER BY target IS NOT NULL, k1, k2

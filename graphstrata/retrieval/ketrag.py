@@ -60,7 +60,8 @@ class KETRAGParams(RetrieverParams):
     keyword_pool: float = Field(
         2.0,
         ge=1,
-        description="keywords are added until their sub-chunks hold keyword_pool x the channel budget",
+        description="keywords are added until their sub-chunks hold keyword_pool x the budget L (the whole "
+        "budget, not the channel's: the candidates ranked do not shrink as lambda grows)",
     )
     max_keywords: int = Field(50, ge=1, le=500, description="at most this many seed keywords")
 
@@ -207,7 +208,10 @@ class KETRAGRetriever(Retriever):
                 if s["id"] not in pool and s["id"] not in taken:
                     pool[s["id"]] = None
                     pool_tokens += s["tokens"]
-            if pool_tokens >= p.keyword_pool * budget:
+            # the pool is sized by the whole budget L: keyword_pool x the channel's own share would rank
+            # fewer candidates in ketrag than in Keyword-RAG alone, so that adding the skeleton channel
+            # could only push its text out of the first places
+            if pool_tokens >= p.keyword_pool * p.budget:
                 break
         rows = {r["id"]: r for r in self.db.read_plain(query("ketrag.subchunk_texts"), ids=list(pool), vector=vector)}
         found = [rows[i] for i in pool if i in rows]
