@@ -1,19 +1,21 @@
 """Approximate against exact augment on the three dev graphs (``python bench/scale.py --approx-check``).
 
-Each graph (hotpotqa_dev100 and musique_dev50 with spaCy, musique_dev50 with the OpenIE extractions)
-is built once with the exact similarity stages (the dev graphs are below ``knn_exact_max_nodes``),
-every method answers the dev questions; then the stages that compare all pairs — chunk_knn,
-entity_similarity, entity_synonyms, semantic_edges — are run again with ``knn_exact_max_nodes=0``
-(the inverted file of graphstrata/algorithms/ann.py on every layer) and the methods answer again.
+Each graph (hotpotqa_dev100 and musique_dev50 with spaCy, musique_dev50 with the OpenIE extractions) is
+the three-graph benchmark's own (bench/graphs.py: its instance, built there first if absent), augmented
+with the exact stages (the dev graphs are below ``knn_exact_max_nodes`` and ``kmeans_sample``); every
+method answers the dev questions. Then the stages with an approximate path beyond a size — chunk_knn,
+entity_similarity, entity_synonyms, semantic_edges with ``knn_exact_max_nodes=0`` (the inverted file of
+graphstrata/algorithms/ann.py on every layer), semantic_matching with ``kmeans_sample`` = 1,000 (K-means
+fitted on a sample) — are run again and the methods answer again. Last, the stages are run again with
+their defaults, which restores the benchmark's graph (checked: every layer equal to the exact one).
 Reported: each layer's edges found by both, each method's Recall@5 under both and the difference.
-Results: bench/results/scale-approx.{json,md}. Instance ``scale-approx`` (ports 17765/17766).
+Results: bench/results/scale-approx.{json,md}.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,18 +24,17 @@ from common import RESULTS, machine
 from scale import BUDGET, DEV, METHODS, TOP_K, UNCAPPED
 
 from graphstrata.client import GraphStrata
-from graphstrata.config import get_settings
-from graphstrata.ingest.load import SourceDocument
 
 SHARED = DEV.parent
-GRAPHS = {"hotpotqa": ("hotpotqa_dev100", False), "musique": ("musique_dev50", False)}
-GRAPHS["musique-openie"] = ("musique_dev50", True)
-STAGES = ["chunk_knn", "entity_synonyms", "entity_similarity", "semantic_edges"]
+GRAPHS = {"hotpotqa": "hotpotqa_dev100", "musique": "musique_dev50", "musique-openie": "musique_dev50"}
+STAGES = ["chunk_knn", "entity_synonyms", "entity_similarity", "semantic_edges", "semantic_matching"]
+APPROXIMATE = {"knn_exact_max_nodes": 0, "kmeans_sample": 1_000}
 LAYERS = {
     "chunk_knn": "MATCH (a:Chunk)-[r:SIMILAR {kind: 'semantic'}]->(b:Chunk) RETURN a.id AS a, b.id AS b",
     "entity_similarity": "MATCH (a:Entity)-[r:SIMILAR {kind: 'semantic'}]->(b:Entity) RETURN a.id AS a, b.id AS b",
     "entity_synonyms": "MATCH (a:Entity)-[r:SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b",
     "semantic_edges": "MATCH (a)-[r:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b",
+    "semantic_matching": "MATCH (a:HighLevel)-[r:GROUPS]->(b) RETURN a.id AS a, b.id AS b",
 }
 
 
@@ -41,32 +42,8 @@ def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def build(gs: GraphStrata, name: str) -> None:
-    data, openie = GRAPHS[name]
-    folder = SHARED / data
-    gs.db.auto("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS")
-    if openie:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "openie.jsonl"
-            with path.open("w") as f:
-                for r in jsonl(folder / "openie.jsonl"):
-                    good = [t for t in r["extracted_triples"] if isinstance(t, list) and len(t) == 3]
-                    good = [t for t in good if all(isinstance(x, str) and x.strip() for x in t)]
-                    ents = [e for e in r["extracted_entities"] if isinstance(e, str) and e.strip()]
-                    line = {"id": r["id"], "title": r["title"], "text": r["text"], "entities": ents, "triples": good}
-                    f.write(json.dumps(line) + "\n")
-            gs.ingest_extractions(path)
-    else:
-        docs = [
-            SourceDocument(source=r.get("id") or r["title"], title=r["title"], text=r["text"])
-            for r in jsonl(folder / "corpus.jsonl")
-        ]
-        gs.ingest_documents(docs)
-    gs.augment()
-
-
 def questions(name: str) -> tuple[list[dict], str]:
-    data, _ = GRAPHS[name]
+    data = GRAPHS[name]
     rows = jsonl(SHARED / data / "questions.jsonl")
     out = [{"question": q["question"], "gold": set(q.get("supporting_ids") or q["supporting_titles"])} for q in rows]
     return out, ("c.doc_title" if data.startswith("hotpotqa") else "d.source")
@@ -95,25 +72,26 @@ def layers(gs: GraphStrata) -> dict[str, set[tuple[str, str]]]:
 
 
 def main() -> None:
-    from graphstrata.neo4j_local import Instance
+    from graphs import build, open_instance, stop_instance
 
-    s = get_settings().model_copy(
-        update={"instance": "scale-approx", "bolt_port": 17765, "http_port": 17766, "heap": "2g", "embed_cache": False}
-    )
-    Instance.from_settings(s).start()
-    gs = GraphStrata(s)
     names = os.environ.get("SCALE_APPROX_GRAPHS", ",".join(GRAPHS)).split(",")
-    data: dict = {"machine": machine(), "graphs": {}}
+    data: dict = {"machine": machine(), "approximate": APPROXIMATE, "graphs": {}}
     for name in names:
-        t = time.perf_counter()
-        build(gs, name)
-        print(f"{name}: built in {time.perf_counter() - t:.0f} s", flush=True)
-        exact_layers, exact = layers(gs), recall(gs, name)
-        t = time.perf_counter()
-        seconds = {r.stage: r.seconds for r in gs.augment(STAGES, knn_exact_max_nodes=0, knn_incremental=False)}
-        approx_layers, approx = layers(gs), recall(gs, name)
+        gs = open_instance(name)
+        try:
+            build(gs, name)
+            exact_layers, exact = layers(gs), recall(gs, name)
+            reports = gs.augment(STAGES, knn_incremental=False, **APPROXIMATE)
+            seconds = {r.stage: r.seconds for r in reports}
+            approx_layers, approx = layers(gs), recall(gs, name)
+            gs.augment(STAGES, knn_incremental=False)  # the defaults: the benchmark's graph again
+            restored = layers(gs) == exact_layers
+            print(f"  {name}: layers restored to the exact ones: {restored}", flush=True)
+        finally:
+            stop_instance(gs)
         data["graphs"][name] = {
             "approx_stage_seconds": seconds,
+            "restored": restored,
             "layers": {
                 k: {"exact": len(v), "approx": len(approx_layers[k]), "both": len(v & approx_layers[k])}
                 for k, v in exact_layers.items()
@@ -129,18 +107,20 @@ def main() -> None:
             "per_question": {m: {"exact": exact[m], "approx": approx[m]} for m in METHODS},
         }
         write(data)
-    Instance.from_settings(s).stop()
 
 
 def write(data: dict) -> None:
     out = ["# Approximate vs exact augment on the dev graphs", ""]
     out.append(
         "The similarity stages (chunk_knn, entity_synonyms, entity_similarity, semantic_edges) exact, then with "
-        "`knn_exact_max_nodes=0` (the inverted file of graphstrata/algorithms/ann.py, cell 256, 16 cells probed) "
-        f"on the same graph; top_k {TOP_K}, budget {BUDGET}. {data['machine']['when']}."
+        "`knn_exact_max_nodes=0` (the inverted file of graphstrata/algorithms/ann.py, cell 256, 16 cells probed), "
+        "and semantic_matching on every node, then with `kmeans_sample=1000` (K-means fitted on a sample), on the "
+        f"same graph (bench/graphs.py's); top_k {TOP_K}, budget {BUDGET}. {data['machine']['when']}. "
+        "Command: `python bench/scale.py --approx-check`."
     )
     for name, g in data["graphs"].items():
-        out += ["", f"## {name}", "", "| layer | exact edges | approximate | in both |", "|---|---:|---:|---:|"]
+        out += ["", f"## {name}", "", f"Graph restored to the exact layers afterwards: {g['restored']}."]
+        out += ["", "| layer | exact edges | approximate | in both |", "|---|---:|---:|---:|"]
         for k, v in g["layers"].items():
             out.append(f"| {k} | {v['exact']} | {v['approx']} | {v['both']} ({v['both'] / max(v['exact'], 1):.3f}) |")
         out += ["", "| method | Recall@5 exact | approximate | difference |", "|---|---:|---:|---:|"]

@@ -107,6 +107,38 @@ def test_relation_share_bounds_the_graph_part(kg: GraphStrata) -> None:
     assert 0 < graph_tokens <= 30 and r.tokens <= 60
 
 
+def test_skeleton_keeps_the_chunks_nearest_the_question_among_equally_linked(
+    graph: Database, neo4j_settings: Settings
+) -> None:
+    """21 chunks each mention the one seed once; the skeleton reads at most 20 chunks (Algorithm 2, line
+    3): the one left out is the chunk whose sub-chunk is farthest from the question (cosine, numpy)."""
+    gs = GraphStrata(neo4j_settings, db=graph)
+    topics = ["rivers", "bread", "volcanoes", "radium", "chess", "tides", "violins", "glaciers", "comets"]
+    texts = [f"Curie notes {i} on {topics[i % len(topics)]} and item {i * 7}" for i in range(21)]
+    vectors = gs.embedder.embed(texts)
+    graph.write(
+        "CREATE (e:Entity {id: 'curie', name: 'Marie Curie', description: 'a physicist'}) "
+        "WITH e CALL db.create.setNodeVectorProperty(e, 'embedding', $v)",
+        v=gs.embedder.embed(["Marie Curie"])[0].tolist(),
+    )
+    graph.write(
+        "MATCH (e:Entity {id: 'curie'}) UNWIND $rows AS r "
+        "CREATE (c:Chunk {id: r.id, doc_title: r.id})-[:MENTIONS]->(e), "
+        "(c)-[:HAS_PART]->(s:SubChunk {id: r.id + '-s', text: r.text}) "
+        "WITH s, r CALL db.create.setNodeVectorProperty(s, 'embedding', r.v)",
+        rows=[
+            {"id": f"c{i:02d}", "text": t, "v": v.tolist()} for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+        ],
+    )
+    graph.write("CALL db.awaitIndexes(60)")
+    question = "What did Marie Curie find about radium?"
+    r = gs.retrieve(question, "ketrag-skeleton", seed_entities=1, budget=20_000, relation_share=0.1)
+    q = gs.embedder.embed([question])[0]
+    cos = vectors @ q / np.linalg.norm(vectors, axis=1) / np.linalg.norm(q)
+    got = {i.node_id for i in r.items if i.label == "SubChunk"}
+    assert got == {f"c{i:02d}-s" for i in np.argsort(-cos)[:20]}
+
+
 DOCS = [
     ("Volcanoes", "Volcanoes erupt molten lava. Lava cools into basalt rock. Basalt covers ocean floors."),
     ("Glaciers", "Glaciers carve valleys from rock. Ice sheets cover Antarctica. Glaciers move slowly."),

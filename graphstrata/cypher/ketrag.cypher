@@ -76,9 +76,10 @@ RETURN seeds, relations, keywords, m.updated_at AS version;
 // name: adjacent_subchunks
 // Algorithm 2, line 3, on the rewired index: sub-chunks of the chunks most linked to the seed
 // entities (MENTIONS) and the chosen relations (HAS_RELATION), best-linked chunks first. The links
-// are found from the seeds and relations (by their id indexes), not by scanning every chunk; among
-// chunks with equally many links the cut at $chunks keeps the ones it kept when it did scan: they
-// reach it in the order the scan gave them (the chunks' internal ids).
+// are found from the seeds and relations (by their id indexes), not by scanning every chunk. Among
+// chunks with equally many links (most of them, one link each, on a corpus of short passages) the
+// cut at $chunks keeps those whose best sub-chunk is nearest the question — the order the keyword
+// channel ranks by (Algorithm 4, line 3) — and not an order of the store's.
 CALL () {
   MATCH (x:Entity) WHERE x.id IN $ids
   MATCH (c:Chunk)-[l:MENTIONS]->(x)
@@ -89,16 +90,16 @@ CALL () {
   RETURN c, l
 }
 WITH c, count(l) AS links
-ORDER BY id(c)
-WITH collect([c, links]) AS scanned
-UNWIND scanned AS row
-WITH row[0] AS c, row[1] AS links
-ORDER BY links DESC LIMIT $chunks
+WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL
 MATCH (c)-[:HAS_PART]->(s:SubChunk)
-WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
-  AND s.embedding IS NOT NULL
+WHERE s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
+WITH c, links, s, vector.similarity.cosine(s.embedding, $vector) AS score
+WITH c, links, max(score) AS best, collect({s: s, score: score}) AS subs
+ORDER BY links DESC, best DESC, c.id LIMIT $chunks
+UNWIND subs AS sub
+WITH c, links, best, sub.s AS s, sub.score AS score
 RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
-       vector.similarity.cosine(s.embedding, $vector) AS score
+       score
 ORDER BY links DESC, score DESC;
 
 // name: subchunk_texts
