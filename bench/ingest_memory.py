@@ -1,9 +1,11 @@
 """Peak memory of `graphstrata ingest` on one large text document, by document size.
 
-    python bench/ingest_memory.py --sizes 1,5,10,25,50 [--max-seconds S]   # MB; bench/results/ingest_memory.{json,md}
+    python bench/ingest_memory.py --sizes 1,5,10,25,50 [--max-seconds S] [--extractor none]
+    # MB; bench/results/ingest_memory.{json,md} (--name for another file)
 
 Each size is a seeded, generated prose file (names, places, years: spaCy finds entities in it) ingested
-by the CLI in a fresh process with the default extractor (spaCy when no LLM is configured); the peak
+by the CLI in a fresh process with the default extractor (spaCy when no LLM is configured; ``--extractor
+none``: chunks, embeddings and the keyword graph only, the same splitting and streaming); the peak
 is that process's RSS sampled every 2 s from /proc (with ``--max-seconds`` the ingest is stopped after that
 long, and the peak is that of the parts written so far: a large document on 2 cores takes hours). The database
 is the one the environment names (GRAPHSTRATA_INSTANCE/ports or NEO4J_URI); each run wipes it first.
@@ -72,7 +74,7 @@ def parts_written(stem: str) -> int:
         return gs.db.read_one("MATCH (d:Document) WHERE d.source CONTAINS $s RETURN count(d) AS n", s=stem)["n"]
 
 
-def measure(mb: float, folder: Path, max_seconds: float | None, every: float = 2.0) -> dict:
+def measure(mb: float, folder: Path, max_seconds: float | None, extractor: str, every: float = 2.0) -> dict:
     """Ingest one generated document of ``mb`` MB in a child process, sampling its RSS every ``every``
     seconds and the parts written every 30 s; stopped after ``max_seconds`` (then ``complete`` is
     false and the peak is that of the parts written so far)."""
@@ -82,7 +84,8 @@ def measure(mb: float, folder: Path, max_seconds: float | None, every: float = 2
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GRAPHSTRATA_CHAT_MODEL"):  # the default: spaCy extraction
         env.pop(name, None)
     t = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], env=env, stderr=subprocess.PIPE, text=True)
+    argv = [sys.executable, "-c", _CHILD, str(path), "--extractor", extractor]
+    child = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
     samples: list[tuple[float, float]] = []  # (seconds, RSS MB)
     progress: list[tuple[float, int]] = []  # (seconds, parts written)
     next_count = 30.0
@@ -108,6 +111,7 @@ def measure(mb: float, folder: Path, max_seconds: float | None, every: float = 2
     half = len(peaks) // 2
     row = {
         "mb": mb,
+        "extractor": extractor,
         "complete": complete,
         "seconds": round(seconds, 1),
         "parts_written": progress[-1][1],
@@ -125,10 +129,9 @@ def measure(mb: float, folder: Path, max_seconds: float | None, every: float = 2
 
 def wipe() -> None:
     from graphstrata.client import GraphStrata
-    from graphstrata.cypher import query
 
     with GraphStrata() as gs:
-        gs.db.auto(query("meta.wipe"))
+        gs.db.wipe()
 
 
 def main() -> None:
@@ -141,12 +144,15 @@ def main() -> None:
         default=None,
         help="stop an ingest after this long (the peak is then that of the parts written so far)",
     )
+    ap.add_argument(
+        "--extractor", default="auto", help="the ingest's --extractor (auto: spaCy when no LLM is configured)"
+    )
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="graphstrata-memory-") as tmp:
         for mb in (float(x) for x in args.sizes.split(",")):
             wipe()
-            rows.append(measure(mb, Path(tmp), args.max_seconds))
+            rows.append(measure(mb, Path(tmp), args.max_seconds, args.extractor))
     data = {"part_text_chars": PART_TEXT_CHARS, "max_seconds": args.max_seconds, "runs": rows}
     lines = [
         "# Peak memory of `graphstrata ingest` on one large text document",
@@ -154,7 +160,9 @@ def main() -> None:
         "Reproduce: `python bench/ingest_memory.py --sizes "
         + args.sizes
         + (f" --max-seconds {args.max_seconds:g}" if args.max_seconds else "")
-        + "` (spaCy extraction, defaults).",
+        + (f" --extractor {args.extractor}" if args.extractor != "auto" else "")
+        + f"` ({'spaCy extraction' if args.extractor == 'auto' else 'extractor ' + args.extractor}, "
+        + "defaults otherwise).",
         "",
         "Peak RSS of the `graphstrata ingest` process, sampled every 2 s; first and second half of the run",
         "apart (a bound that holds shows no growth from one half to the other). A run stopped at "

@@ -42,7 +42,6 @@ import numpy as np
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings, get_settings
-from graphstrata.cypher import query
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.pipeline import IngestOptions
 
@@ -113,7 +112,7 @@ def soak_settings(
 def wipe(gs: GraphStrata) -> None:
     from graphstrata.gds import GDS
 
-    gs.db.auto(query("meta.wipe"))
+    gs.db.wipe()
     GDS(gs.db, gs.settings).drop_all()
 
 

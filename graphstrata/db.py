@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from neo4j import READ_ACCESS, Bookmarks, Driver, GraphDatabase, ManagedTransaction, Query, Record
 from neo4j.exceptions import AuthError, DriverError, Neo4jError, ServiceUnavailable
 
-from graphstrata import limits
+from graphstrata import cypher, limits
 from graphstrata.config import Settings, get_settings
 
 T = TypeVar("T")
@@ -263,6 +263,12 @@ class Database:
         """An auto-commit (implicit) transaction: needed by `CALL { … } IN TRANSACTIONS`."""
         with self.driver.session(database=self.database) as session:
             return [record_dict(r) for r in session.run(Query(query), params)]
+
+    def wipe(self) -> None:
+        """Delete every node and relationship in batches: the relationships first, so that no batch
+        holds a dense node's whole neighbourhood (tests, benchmarks and `graphstrata reset`)."""
+        self.auto(cypher.query("meta.wipe_relationships"))
+        self.auto(cypher.query("meta.wipe"))
 
     # --- transactions ---------------------------------------------------------------------
     def write_tx(self, work: Callable[[ManagedTransaction], T], max_retry_time: float = 30.0) -> T:

@@ -247,10 +247,9 @@ def db(neo4j_settings: Settings) -> Iterator[Database]:
 
 
 def wipe(db: Database) -> None:
-    from graphstrata.cypher import query
     from graphstrata.gds import GDS
 
-    db.auto(query("meta.wipe"))
+    db.wipe()
     GDS(db).drop_all()
 
 

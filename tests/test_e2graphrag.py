@@ -266,11 +266,10 @@ DOCS = [
 
 @pytest.fixture(scope="module")
 def corpus(db: Database, neo4j_settings: Settings) -> GraphStrata:
-    from graphstrata.cypher import query
     from graphstrata.gds import GDS
     from graphstrata.schema import apply_schema
 
-    db.auto(query("meta.wipe"))
+    db.wipe()
     GDS(db).drop_all()
     g = GraphStrata(neo4j_settings, db=db)
     apply_schema(db, g.embedder.name, g.embedder.dim)

@@ -63,12 +63,11 @@ class Keyless:
 
 @pytest.fixture(scope="module")
 def keyless(neo4j_settings: Settings, db: Database, tmp_path_factory) -> Iterator[Keyless]:
-    from graphstrata.cypher import query
     from graphstrata.embed import get_embedder
     from graphstrata.gds import GDS
     from graphstrata.schema import apply_schema
 
-    db.auto(query("meta.wipe"))
+    db.wipe()
     GDS(db).drop_all()
     emb = get_embedder()
     apply_schema(db, emb.name, emb.dim)

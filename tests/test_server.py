@@ -178,12 +178,11 @@ def fake() -> Iterator[StreamingFake]:
 
 @pytest.fixture(scope="module")
 def server(neo4j_settings: Settings, db: Database, fake: StreamingFake, tmp_path_factory) -> Iterator[Server]:
-    from graphstrata.cypher import query
     from graphstrata.embed import get_embedder
     from graphstrata.gds import GDS
     from graphstrata.schema import apply_schema
 
-    db.auto(query("meta.wipe"))  # as the `graph` fixture: an empty graph with the schema
+    db.wipe()  # as the `graph` fixture: an empty graph with the schema
     GDS(db).drop_all()
     emb = get_embedder()
     apply_schema(db, emb.name, emb.dim)

@@ -39,7 +39,6 @@ def reset(
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: delete every node of the database.")] = False,
 ) -> None:
     """Delete the whole graph (every node and relationship; schema objects stay) to rebuild it."""
-    from graphstrata.cypher import query
     from graphstrata.db import ConnectionError_, Database
     from graphstrata.gds import GDS
 
@@ -47,7 +46,7 @@ def reset(
         _fail("reset deletes every node of the database; run `graphstrata reset --yes` to confirm", code=2)
     try:
         with Database.from_settings(get_settings()) as db:
-            db.auto(query("meta.wipe"))
+            db.wipe()
             GDS(db, get_settings()).drop_all()
     except ConnectionError_ as e:
         _fail(str(e))
