@@ -247,7 +247,8 @@ def test_no_llm_context_ranks_communities_by_qrscore(hand_graph: Database, neo4j
     comm = [i for i in r.items if i.label == "EACSCommunity"]
     chunks = [i for i in r.items if i.label == "Chunk"]
     assert r.items == chunks + comm  # coarse to fine: H_C's chunks, then the packed communities
-    assert r.notes["report_budget"] == 3200  # 2/3 of the default budget 4800 (Table 4)
+    # no model wrote a report: C_b is 1/3 of the default budget 4800 (the text units' share of Table 4)
+    assert r.notes["report_budget"] == 1600
     by_id = {c["id"]: c for c in r.notes["communities"] if c["layer"] != "chunk"}
     assert [(by_id[i.node_id]["layer"], by_id[i.node_id]["k"]) for i in comm] == [
         ("kg", 3),
@@ -451,6 +452,8 @@ def test_llm_scores_reports_and_greedy_budget(
     again = darag.retrieve("which planted community?", report_budget=cb)
     assert fake_openai.calls == 0 and again.notes["llm"]["cache_hits"] == 4
     assert [i.node_id for i in again.items] == [i.node_id for i in r.items]
+    # with the model's reports and no C_b given: Table 4's 3200 of 4800
+    assert darag.retrieve("which planted community?").notes["report_budget"] == 3200
     # use_llm=False on an LLM-configured graph: QRScore ranks, no calls
     fake_openai.reset()
     r = darag.retrieve("which planted community?", use_llm=False)

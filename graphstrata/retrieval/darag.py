@@ -95,6 +95,9 @@ REPORT_STAGE = "darag_report"
 FILL_CHUNKS = 100  # chunks of the search range that may fill the budget (1,000s of tokens' worth)
 PROMPT_TOKENS = 3000  # cap on the community description sent to the LLM
 REPORT_SHARE = 3200 / 4800  # Table 4: max_token_for_community_report / max_token_for_context
+#: C_b when no report is a model's (ours): an extractive rendering restates sentences of H_C's own chunks,
+#: so it gets the share Table 4 gives the text units, and the chunks the rest (bench/results/variants.md)
+EXTRACTIVE_REPORT_SHARE = 1 - REPORT_SHARE
 
 REPORT_SYSTEM = (
     "You assess a community of a knowledge graph (entities and the relations among them) retrieved for a "
@@ -251,7 +254,8 @@ class DARAGRetriever(Retriever):
                 distinct, key=lambda c: (c.llm_score is None, -c.score, -c.community.qrscore, -c.community.k)
             )
             lengths = [count_tokens(c.report or c.rendering) for c in ranked]
-            cb = p.report_budget if p.report_budget is not None else round(p.budget * REPORT_SHARE)
+            share = REPORT_SHARE if any(c.report for c in ranked) else EXTRACTIVE_REPORT_SHARE
+            cb = p.report_budget if p.report_budget is not None else round(p.budget * share)
             chosen = greedy_pack([c.score for c in ranked], lengths, min(cb, p.budget))
             for i in chosen:
                 ranked[i].selected = True

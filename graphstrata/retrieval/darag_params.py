@@ -25,7 +25,8 @@ class DARAGParams(RetrieverParams):
         None,
         ge=1,
         description="budget C_b of the greedy community packing, §5.1; None: 2/3 of `budget`, the ratio "
-        "of Table 4 (max_token_for_community_report 3200 of max_token_for_context 4800); capped by `budget`. "
+        "of Table 4 (max_token_for_community_report 3200 of max_token_for_context 4800), when a model wrote "
+        "the reports; 1/3 when every report is the extractive rendering (ours); capped by `budget`. "
         "The chunks of H_C fill what the packed reports leave",
     )
     k_min: int = Field(3, ge=3, le=50, description="smallest k of the candidate communities {H^k}, §5.1 (paper: 3)")
