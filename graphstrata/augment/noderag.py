@@ -289,7 +289,8 @@ def semantic_matching(ctx: AugmentContext) -> StageReport:
             # Lloyd's iterations cost nodes x K = n^1.5 per iteration: above `kmeans_sample` nodes the
             # centroids are fitted on a seeded sample of that many (project_ordered's first nodes), and
             # every node is then assigned to its nearest one — a single nodes x K pass
-            with gds.temporary(gds.project_ordered("noderag_kmeans_sample", labels, embedding=True, limit=sample)) as s:
+            sampled = gds.project_ordered("noderag_kmeans_sample", labels, embedding=True, force=True, limit=sample)
+            with gds.temporary(sampled) as s:
                 centroids = gds.client.kmeans.stats(s.graph, node_property="embedding", k=k, **fit)["centroids"]
             fit = {"seed_centroids": centroids, "concurrency": 1, "max_iterations": 1}
         km = gds.client.kmeans.stream(p.graph, node_property="embedding", k=k, **fit)
