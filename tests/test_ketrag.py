@@ -177,6 +177,65 @@ def test_keyword_channel_ranks_its_candidates_by_cosine(graph: Database, neo4j_s
     assert all(i.tokens == count_tokens(i.text) for i in r.items)
 
 
+@pytest.mark.parametrize("budget", [60, 250])
+def test_seed_keywords_are_read_only_as_far_as_the_pool_needs(
+    graph: Database, neo4j_settings: Settings, budget: int
+) -> None:
+    """Algorithm 4, line 2, against a reference over every keyword's sub-chunks: the same seed keywords
+    (at 250 tokens more than the first read's batch of keywords), and no keyword's sub-chunks read past
+    the batch that filled the pool."""
+    from graphstrata.retrieval.ketrag import KEYWORD_BATCH
+
+    gs = GraphStrata(neo4j_settings, db=graph)
+    # 24 more short documents, each on words of its own, so that many keywords hold a few sub-chunks each
+    words = [
+        "amber",
+        "basil",
+        "cedar",
+        "delta",
+        "ember",
+        "fjord",
+        "garnet",
+        "harbor",
+        "iris",
+        "juniper",
+        "kelp",
+        "lagoon",
+    ]
+    more = [
+        (f"Note {i}", f"The {a} lies near the {b}. A {a} and a {b} meet at dawn.")
+        for i, (a, b) in enumerate((a, b) for a in words[:6] for b in words[6:])
+    ][:24]
+    gs.ingest_texts(DOCS + more, IngestOptions(extractor="none"))
+    question = "What happens to lava when it cools?"
+    r = gs.retrieve(question, "ketrag-keyword", budget=budget, keyword_pool=1.0, max_keywords=50)
+    q = gs.embedder.embed([question])[0]
+    kws = graph.read(
+        "MATCH (k:Keyword)-[:OCCURS_IN]->(s:SubChunk) RETURN k.term AS t, k.id AS id, k.embedding AS e, "
+        "collect({id: s.id, tokens: s.tokens}) AS subs"
+    )
+    ranked = sorted(kws, key=lambda k: (-float(np.asarray(k["e"]) @ q / np.linalg.norm(k["e"])), k["id"]))[:50]
+    pool, tokens, seeds = set(), 0, []
+    for k in ranked:
+        seeds.append(k["t"])
+        for sub in k["subs"]:
+            if sub["id"] not in pool:
+                pool.add(sub["id"])
+                tokens += sub["tokens"]
+        if tokens >= budget:
+            break
+    assert tokens >= budget and len(seeds) < len(ranked)  # the pool fills before the keywords run out
+    assert r.notes["seed_keywords"] == seeds and r.notes["keyword_candidates"] == len(pool)
+    # batches of 4, 8, 16 …: the read that filled the pool is the last
+    sizes, read = [], 0
+    while read < len(seeds):
+        sizes.append(min(KEYWORD_BATCH * 2 ** len(sizes), len(ranked) - read))
+        read += sizes[-1]
+    assert r.notes["keywords_read"] == read < len(ranked)
+    if budget == 250:
+        assert len(seeds) > KEYWORD_BATCH
+
+
 def test_ketrag_splits_the_budget(kg: GraphStrata) -> None:
     kg.ingest_texts(DOCS[:2], IngestOptions(extractor="none"))
     r = kg.retrieve("What did Marie Curie discover about lava?", "ketrag", lam=0.5, budget=200, seed_entities=3)

@@ -29,8 +29,9 @@ RETURN node.id AS id, node.name AS name, coalesce(node.description, '') AS descr
 // - Algorithm 2, line 2: the relations adjacent to the seeds, those joining two seeds first, then by
 //   similarity to the query. Shown as a triple "(subject; predicate; object)", never as prose (the
 //   no-LLM extractor's predicates are lemmas), with a description a model or the user wrote;
-// - Algorithm 4, line 2: the keywords by similarity to the query, each with the ids and token counts
-//   of its sub-chunks (texts and scores are read for the few the channel keeps: subchunk_texts);
+// - Algorithm 4, line 2: the keywords by similarity to the query (their sub-chunks are read afterwards,
+//   keyword_subchunks, only for as many keywords as the pool needs: a common keyword's list grows with
+//   the corpus, and reading all $keyword_k lists made the channel's cost the corpus's);
 // - the graph's version, which tells whether the indexes checked before are still the graph's.
 // $skeleton / $keywords: whether each channel runs (ketrag-keyword and ketrag-skeleton run one).
 CALL () {
@@ -60,15 +61,7 @@ CALL () {
   CALL db.index.vector.queryNodes('keyword_embedding', $keyword_candidates, $vector) YIELD node, score
   WITH node, score WHERE node.id IS NOT NULL
   WITH node, score ORDER BY score DESC, node.id LIMIT $keyword_k
-  CALL (node) {
-    MATCH (node)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
-    WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
-      AND s.tokens IS NOT NULL AND s.embedding IS NOT NULL
-    WITH s ORDER BY s.id
-    RETURN collect({id: s.id, tokens: s.tokens}) AS subs
-  }
-  WITH node, subs WHERE size(subs) > 0
-  RETURN collect({term: node.term, subs: subs}) AS keywords
+  RETURN collect({id: node.id, term: node.term}) AS keywords
 }
 OPTIONAL MATCH (m:GraphStrata {id: 'meta'})
 RETURN seeds, relations, keywords, m.updated_at AS version;
@@ -101,6 +94,43 @@ WITH c, links, best, sub.s AS s, sub.score AS score
 RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
        score
 ORDER BY links DESC, score DESC;
+
+// name: seed_order_subchunks
+// Algorithm 2, line 3, as the reference code orders text units (GraphRAG's local search, which KET-RAG's
+// skeleton runs: mixed_context.py _build_text_unit_context): each chunk mentioning a seed belongs to the
+// first seed (in the seeds' order of similarity) that it mentions, and is ranked by that seed's order,
+// then by how many of that seed's relations it holds; equals by their best sub-chunk's cosine. Chunks
+// reached only through a relation are not text units of an entity there, so they are not read.
+UNWIND range(0, size($seeds) - 1) AS i
+MATCH (x:Entity) WHERE x.id = $seeds[i]
+MATCH (c:Chunk)-[:MENTIONS]->(x)
+WITH c, min(i) AS seed_rank
+WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL
+MATCH (x:Entity) WHERE x.id = $seeds[seed_rank]
+WITH c, seed_rank, COUNT { (c)-[:HAS_RELATION]->(:Relation)-[:SUBJECT_OF|OBJECT]-(x) } AS links
+MATCH (c)-[:HAS_PART]->(s:SubChunk)
+WHERE s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
+WITH c, seed_rank, links, s, vector.similarity.cosine(s.embedding, $vector) AS score
+WITH c, seed_rank, links, max(score) AS best, collect({s: s, score: score}) AS subs
+ORDER BY seed_rank, links DESC, best DESC, c.id LIMIT $chunks
+UNWIND subs AS sub
+WITH c, seed_rank, links, best, sub.s AS s, sub.score AS score
+RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links, score
+ORDER BY seed_rank, links DESC, best DESC, c.id, score DESC;
+
+// name: keyword_subchunks
+// Algorithm 4, line 2: the sub-chunks of the keywords $ids (in that order), ids and token counts; the
+// channel reads the keywords in growing batches until their sub-chunks fill its pool.
+UNWIND range(0, size($ids) - 1) AS i
+MATCH (k:Keyword {id: $ids[i]})
+CALL (k) {
+  MATCH (k)-[:OCCURS_IN]->(s:SubChunk)<-[:HAS_PART]-(c:Chunk)
+  WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL AND s.id IS NOT NULL AND s.text IS NOT NULL
+    AND s.tokens IS NOT NULL AND s.embedding IS NOT NULL
+  WITH s ORDER BY s.id
+  RETURN collect({id: s.id, tokens: s.tokens}) AS subs
+}
+RETURN k.term AS term, subs ORDER BY i;
 
 // name: subchunk_texts
 // The keyword channel's candidates (Algorithm 4, line 3): their texts, chunks and similarity to the query.

@@ -15,7 +15,7 @@ Keyword-RAG. All chunks returned are sub-chunks, as the paper's rewired index pr
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -37,6 +37,8 @@ from graphstrata.text.tokens import count_tokens
 
 #: seeds are matched by their descriptions' embeddings through this index (graphs built before it: by name)
 DESCRIPTION_INDEX = "entity_description_embedding"
+#: seed keywords whose sub-chunks the first read asks for (each later read asks for twice as many)
+KEYWORD_BATCH = 4
 
 
 class KETRAGParams(RetrieverParams):
@@ -64,6 +66,12 @@ class KETRAGParams(RetrieverParams):
         "budget, not the channel's: the candidates ranked do not shrink as lambda grows)",
     )
     max_keywords: int = Field(50, ge=1, le=500, description="at most this many seed keywords")
+    text_order: Literal["links", "seeds"] = Field(
+        "links",
+        description="the skeleton's text (Algorithm 2, line 3): 'links', the chunks with most links to the seeds "
+        "and relations; 'seeds', the reference code's order (each chunk under the first seed it mentions, by "
+        "the seeds' order, then by that seed's relations in it)",
+    )
 
 
 @register
@@ -182,9 +190,14 @@ class KETRAGRetriever(Retriever):
         chosen = [r.node_id for r in related]
         out += related
         used += sum(i.tokens for i in related)
-        subs = self.db.read_plain(
-            query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
-        )
+        if p.text_order == "seeds":
+            subs = self.db.read_plain(
+                query("ketrag.seed_order_subchunks"), seeds=[s["id"] for s in seeds], chunks=20, vector=vector
+            )
+        else:
+            subs = self.db.read_plain(
+                query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
+            )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
         out += fit_items(adjacent, budget - used)[: None if cap is None else cap - len(out)]
         matched = {"description": sum(s["matched_by"] == "description" for s in seeds)}
@@ -201,23 +214,34 @@ class KETRAGRetriever(Retriever):
         cap: int | None = None,
     ) -> tuple[list[ContextItem], dict]:
         pool: dict[str, None] = {}
-        pool_tokens, seeds = 0, []
-        for r in keywords:  # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens
-            seeds.append(r["term"])
-            for s in r["subs"]:
-                if s["id"] not in pool and s["id"] not in taken:
-                    pool[s["id"]] = None
-                    pool_tokens += s["tokens"]
-            # the pool is sized by the whole budget L: keyword_pool x the channel's own share would rank
-            # fewer candidates in ketrag than in Keyword-RAG alone, so that adding the skeleton channel
-            # could only push its text out of the first places
-            if pool_tokens >= p.keyword_pool * p.budget:
-                break
+        pool_tokens, seeds, read = 0, [], 0
+        # the pool is sized by the whole budget L: keyword_pool x the channel's own share would rank
+        # fewer candidates in ketrag than in Keyword-RAG alone, so that adding the skeleton channel
+        # could only push its text out of the first places
+        enough = p.keyword_pool * p.budget
+        batch = KEYWORD_BATCH
+        # Algorithm 4 line 2: add seed keywords until their sub-chunks hold enough tokens. The keywords'
+        # sub-chunk lists are read in growing batches, as far as the pool needs (a few keywords at a
+        # budget of 1,000): the work is the question's, not the corpus's
+        while read < len(keywords) and pool_tokens < enough:
+            ids = [k["id"] for k in keywords[read : read + batch]]
+            read += len(ids)
+            batch *= 2
+            for r in self.db.read_plain(query("ketrag.keyword_subchunks"), ids=ids):
+                if not r["subs"]:  # e.g. a keyword whose sub-chunks have no vector yet
+                    continue
+                seeds.append(r["term"])
+                for s in r["subs"]:
+                    if s["id"] not in pool and s["id"] not in taken:
+                        pool[s["id"]] = None
+                        pool_tokens += s["tokens"]
+                if pool_tokens >= enough:
+                    break
         rows = {r["id"]: r for r in self.db.read_plain(query("ketrag.subchunk_texts"), ids=list(pool), vector=vector)}
         found = [rows[i] for i in pool if i in rows]
         ranked = sorted(found, key=lambda s: -s["score"])  # line 3: rank the candidates by cosine
         out = fit_items([_subchunk_item(s, "sub-chunk of a seed keyword") for s in ranked], budget)[:cap]
-        return out, {"seed_keywords": seeds, "keyword_candidates": len(pool)}
+        return out, {"seed_keywords": seeds, "keyword_candidates": len(pool), "keywords_read": read}
 
 
 def _subchunk_item(s: dict, why: str) -> ContextItem:
