@@ -99,10 +99,6 @@ VARIANTS = {
     "ketrag@paper": ("ketrag", {"budget": 12_000}),
     "ketrag-keyword@paper": ("ketrag-keyword", {"budget": 12_000}),
     "ketrag-skeleton@paper": ("ketrag-skeleton", {"budget": 12_000}),
-    # the skeleton's text units in the reference code's order (GraphRAG local search: by seed, then relations)
-    "ketrag-skeleton@seeds": ("ketrag-skeleton", {"text_order": "seeds"}),
-    "ketrag-skeleton@paper-seeds": ("ketrag-skeleton", {"budget": 12_000, "text_order": "seeds"}),
-    "ketrag@seeds": ("ketrag", {"text_order": "seeds"}),
     # KET-RAG and its channels under the common item cap too (ketrag splits it by lambda)
     "ketrag@topk": ("ketrag", {"top_k": TOP_K}),
     "ketrag-keyword@topk": ("ketrag-keyword", {"top_k": TOP_K}),

@@ -95,29 +95,6 @@ RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links,
        score
 ORDER BY links DESC, score DESC;
 
-// name: seed_order_subchunks
-// Algorithm 2, line 3, as the reference code orders text units (GraphRAG's local search, which KET-RAG's
-// skeleton runs: mixed_context.py _build_text_unit_context): each chunk mentioning a seed belongs to the
-// first seed (in the seeds' order of similarity) that it mentions, and is ranked by that seed's order,
-// then by how many of that seed's relations it holds; equals by their best sub-chunk's cosine. Chunks
-// reached only through a relation are not text units of an entity there, so they are not read.
-UNWIND range(0, size($seeds) - 1) AS i
-MATCH (x:Entity) WHERE x.id = $seeds[i]
-MATCH (c:Chunk)-[:MENTIONS]->(x)
-WITH c, min(i) AS seed_rank
-WHERE c.id IS NOT NULL AND c.doc_title IS NOT NULL
-MATCH (x:Entity) WHERE x.id = $seeds[seed_rank]
-WITH c, seed_rank, COUNT { (c)-[:HAS_RELATION]->(:Relation)-[:SUBJECT_OF|OBJECT]-(x) } AS links
-MATCH (c)-[:HAS_PART]->(s:SubChunk)
-WHERE s.id IS NOT NULL AND s.text IS NOT NULL AND s.embedding IS NOT NULL
-WITH c, seed_rank, links, s, vector.similarity.cosine(s.embedding, $vector) AS score
-WITH c, seed_rank, links, max(score) AS best, collect({s: s, score: score}) AS subs
-ORDER BY seed_rank, links DESC, best DESC, c.id LIMIT $chunks
-UNWIND subs AS sub
-WITH c, seed_rank, links, best, sub.s AS s, sub.score AS score
-RETURN s.id AS id, s.text AS text, c.id AS chunk, c.doc_title AS title, links, score
-ORDER BY seed_rank, links DESC, best DESC, c.id, score DESC;
-
 // name: keyword_subchunks
 // Algorithm 4, line 2: the sub-chunks of the keywords $ids (in that order), ids and token counts; the
 // channel reads the keywords in growing batches until their sub-chunks fill its pool.

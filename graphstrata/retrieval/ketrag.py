@@ -15,7 +15,7 @@ Keyword-RAG. All chunks returned are sub-chunks, as the paper's rewired index pr
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -66,12 +66,6 @@ class KETRAGParams(RetrieverParams):
         "budget, not the channel's: the candidates ranked do not shrink as lambda grows)",
     )
     max_keywords: int = Field(50, ge=1, le=500, description="at most this many seed keywords")
-    text_order: Literal["links", "seeds"] = Field(
-        "links",
-        description="the skeleton's text (Algorithm 2, line 3): 'links', the chunks with most links to the seeds "
-        "and relations; 'seeds', the reference code's order (each chunk under the first seed it mentions, by "
-        "the seeds' order, then by that seed's relations in it)",
-    )
 
 
 @register
@@ -190,14 +184,9 @@ class KETRAGRetriever(Retriever):
         chosen = [r.node_id for r in related]
         out += related
         used += sum(i.tokens for i in related)
-        if p.text_order == "seeds":
-            subs = self.db.read_plain(
-                query("ketrag.seed_order_subchunks"), seeds=[s["id"] for s in seeds], chunks=20, vector=vector
-            )
-        else:
-            subs = self.db.read_plain(
-                query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
-            )
+        subs = self.db.read_plain(
+            query("ketrag.adjacent_subchunks"), ids=[s["id"] for s in seeds] + chosen, chunks=20, vector=vector
+        )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
         out += fit_items(adjacent, budget - used)[: None if cap is None else cap - len(out)]
         matched = {"description": sum(s["matched_by"] == "description" for s in seeds)}
