@@ -185,6 +185,33 @@ def test_fallback_when_no_match(sgrag) -> None:
     }
 
 
+def test_an_empty_fallback_is_built_around_the_entities_the_question_mentions(sgrag, kg: Database) -> None:
+    """§4.4: g'' is the 1-hop subgraph "around entities mentioned in q^o". The query graph's only known
+    node is an entity with no RELATED edge, so the subgraph around it is empty; the question also names
+    Carol White, and g'' is built around her too: her two edges."""
+    emb = get_embedder()
+    kg.write(
+        "CREATE (e:Entity {id: 'zephyr', name: 'Zephyr Station', normalized: $n, type: 'LOCATION', "
+        "description: 'Zephyr Station, a location'}) WITH e CALL db.create.setNodeVectorProperty(e, 'embedding', $v)",
+        n=normalize_name("Zephyr Station"),
+        v=emb.embed(["Zephyr Station"])[0].tolist(),
+    )
+    kg.write("CALL db.awaitIndexes(60)")
+    try:
+        question = "Which company did Carol White visit at Zephyr Station?"
+        res = sgrag.retrieve(question, query_graph=qg(("Zephyr Station", "visit at"), target="company"))
+        assert res.notes["fallback"] is True and res.notes["normalised"] == {"k0": "Zephyr Station"}
+        assert res.notes["fallback_entities"] == ["Zephyr Station", "Carol White"]
+        rel_texts = {it.text.split(": ")[0] for it in res.items if it.label == "Relation"}
+        assert rel_texts == {"(Carol White; born in; Berlin)", "(Carol White; works for; Acme Corporation)"}
+        # a question that names nothing else keeps the empty g'': only the anchor is described
+        alone = sgrag.retrieve("What lies at Zephyr Station?", query_graph=qg(("Zephyr Station", "at"), target="x"))
+        assert [it.node_id for it in alone.items if it.label != "Chunk"] == ["zephyr"]
+        assert "fallback_entities" not in alone.notes
+    finally:
+        kg.write("MATCH (e:Entity {id: 'zephyr'}) DETACH DELETE e")
+
+
 def test_source_passages_follow_the_subgraph_nearest_the_question_first(sgrag, kg: Database) -> None:
     question = "Who was born in Paris and works for Acme?"
     texts = {"chunk-alice": "A recipe for onion soup.", "chunk-dave": "Dave Brown, born in Paris, works for Acme."}

@@ -70,6 +70,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.linking import link_entities, question_entities
 from graphstrata.retrieval.sgrag_context import Nearby, subgraph_items
 from graphstrata.retrieval.sgrag_query import QUERY_GRAPH_PROMPT, QueryGraphSpec, spacy_query_graph
 from graphstrata.retrieval.shared import beside
@@ -295,6 +296,14 @@ class SGRAGRetriever(Retriever):
                 notes["answers"] = []
                 if fallback is None or not fallback.edges:  # e.g. an anchor found from the question itself
                     fallback = one_hop_subgraph(graph, anchors)
+                if not fallback.edges:  # g'' around the query graph's anchors is empty: see _mentioned
+                    wide = self._mentioned(question, anchors)
+                    if len(wide) > len(anchors):
+                        one_hop = p.model_copy(update={"path_length": 1})
+                        graph, info, edge_info = self._candidate_subgraph(wide, one_hop, notes)
+                        fallback = one_hop_subgraph(graph, wide)
+                        notes["fallback_entities"] = [info[a]["name"] for a in wide if a in info]
+                        anchors = wide
                 edges = sorted(
                     fallback.edges,
                     key=lambda e: (-edge_info.get((e.src, e.dst, e.relation), {}).get("weight", 1.0), str(e)),
@@ -382,6 +391,16 @@ class SGRAGRetriever(Retriever):
         if best is not None:
             notes["normalised_below_threshold"] = {best: below[best]["name"]}
         return {best: below[best]} if best is not None else out
+
+    def _mentioned(self, question: str, anchors: list[str]) -> list[str]:
+        """The anchors, then the graph entities the question mentions (the shared query linking:
+        exact name, else word-level full text, and their synonyms). §4.4 builds g'' "around entities
+        mentioned in q^o"; offline the query graph's known nodes are a parse's guesses, and when the
+        1-hop subgraph around them is empty (an anchor with no RELATED edge: most of a spaCy graph's
+        entities) the question's other mentions are what is left to build it around."""
+        names, _ = question_entities(question, self.settings)
+        linked = [e.id for e in link_entities(self.db, names).entities]
+        return list(dict.fromkeys([*anchors, *linked]))
 
     def _candidate_subgraph(
         self, anchors: list[str], p: SGRAGParams, notes: dict[str, Any]
