@@ -24,7 +24,8 @@ retrieval of multi-constraint factual questions by subgraph matching over the en
 5. Context (:mod:`graphstrata.retrieval.sgrag_context`): the answer entities first, then the matched
    subgraphs' relations as ``subject predicate object — description``, each mapped to its source
    chunks, then those source passages nearest the question first (``passages``); with no match the
-   1-hop subgraph around the anchors (Algorithm 1 lines 19–24) and ``notes["fallback"] = True``.
+   1-hop subgraph around the anchors (Algorithm 1 lines 19–24; when it has no edge, around the entities
+   the question mentions too, §4.4: ``notes["fallback_entities"]``) and ``notes["fallback"] = True``.
 """
 
 from __future__ import annotations
@@ -398,7 +399,7 @@ class SGRAGRetriever(Retriever):
         mentioned in q^o"; offline the query graph's known nodes are a parse's guesses, and when the
         1-hop subgraph around them is empty (an anchor with no RELATED edge: most of a spaCy graph's
         entities) the question's other mentions are what is left to build it around."""
-        names, _ = question_entities(question, self.settings)
+        names, _ = question_entities(question, self.settings, self.llm)
         linked = [e.id for e in link_entities(self.db, names).entities]
         return list(dict.fromkeys([*anchors, *linked]))
 
