@@ -41,7 +41,6 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
-from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.entries import PassageSeeds, entry_points
 from graphstrata.retrieval.linking import LinkedEntity, link_entities, question_entities
 from graphstrata.retrieval.shared import beside
@@ -133,7 +132,7 @@ class HippoRAGRetriever(Retriever):
 
     def _link(self, question: str) -> tuple[list[str], str, list[LinkedEntity]]:
         names, source = question_entities(question, self.settings, self.llm)
-        return names, source, link_entities(self.db, names[:MAX_CLAUSE_WORDS]).entities
+        return names, source, link_entities(self.db, names).entities
 
     def _retrieve(self, question: str, p: HippoRAGParams, t: Timer) -> Retrieved:
         # Query entities (spaCy or the LLM) and their linking run beside the embedding and the dense

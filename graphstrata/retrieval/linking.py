@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import BaseModel, Field
 
 from graphstrata.cypher import query
+from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.shared import single_flight
 from graphstrata.text.names import normalize_name
 from graphstrata.text.nlp import SKIP_ENTITY_LABELS, query_doc
@@ -154,7 +155,9 @@ def _lucene_words(name: str) -> str:
 def link_entities(db: Database, names: list[str], per_name: int = 3) -> Linked:
     """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms, and the
     overview titles that match them. Methods linking the same names at the same time (fusion's
-    HippoRAG and NodeRAG) share one read."""
+    HippoRAG and NodeRAG) share one read. A very long question links its first MAX_CLAUSE_WORDS names
+    (Lucene's clause limit), whoever asks."""
+    names = names[:MAX_CLAUSE_WORDS]
     if not names:
         return Linked([], [])
     key = ("link_entities", id(db), tuple(names), per_name)
