@@ -14,6 +14,17 @@ from graphstrata.embed import Embedder
 # 2: E2GraphRAG's spaCy terms (named entities and common nouns) moved from Entity to their own
 #    Term layer (HAS_TERM, CO_OCCURS between terms); Entity holds the knowledge graph only.
 SCHEMA_VERSION = 2
+#: The vector index over each embedded label's ``embedding`` (cypher/schema.cypher).
+VECTOR_INDEXES = {
+    "Chunk": "chunk_embedding",
+    "SubChunk": "sub_chunk_embedding",
+    "Entity": "entity_embedding",
+    "SemanticUnit": "semantic_unit_embedding",
+    "Attribute": "attribute_embedding",
+    "HighLevel": "high_level_embedding",
+    "Keyword": "keyword_embedding",
+    "Summary": "summary_embedding",
+}
 
 
 class SchemaError(RuntimeError):

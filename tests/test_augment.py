@@ -314,17 +314,17 @@ def test_a_layer_written_half_way_is_built_whole_by_the_retry(
     run(ctx, ["entity_similarity"])
     whole = _layers(ctx.db)
     ctx.db.write("MATCH ()-[r:SIMILAR]->() DELETE r")
-    real = similarity.replace_similar
+    real = similarity.write_layer
     calls = []
 
-    def most_then_deadlock(c, label, kind, rows, *args, **kwargs):
-        calls.append(len(rows))
+    def most_then_deadlock(c, layer, edges, **params):
+        calls.append(len(layer.rows))
         if len(calls) == 1:
-            real(c, label, kind, rows[:-3], *args, **kwargs)
+            similarity.replace_edges(c, layer.rows[:-3], edges, **params)
             raise TransientError("deadlock detected (simulated)")
-        return real(c, label, kind, rows, *args, **kwargs)
+        return real(c, layer, edges, **params)
 
-    monkeypatch.setattr(similarity, "replace_similar", most_then_deadlock)
+    monkeypatch.setattr(similarity, "write_layer", most_then_deadlock)
     [report] = run(ctx, ["entity_similarity"])
     assert len(calls) == 2 and report.notes["transient_retries"] == 1
     assert report.notes["path"] == "exact"  # not "incremental" from the partial layer
@@ -399,29 +399,58 @@ def test_a_stage_a_transient_error_ends_is_run_again(ctx: AugmentContext, monkey
 
 
 def test_similarity_layers_after_a_small_ingest_are_updated_in_place(ctx: AugmentContext) -> None:
-    """Incremental augment: after one more document, entity_similarity and semantic_edges update their
-    stored layers from the new nodes' rows, and the layers equal those of a full run."""
+    """Incremental augment: after one more document the top-k layers take the new nodes' lists from the
+    vector indexes (graphstrata/augment/knn_index.py) when the ingest only added nodes, and are computed
+    whole when nodes were replaced (NodeRAG's attributes, re-created by a full important_entities);
+    either way the layers equal those of a full run (with HNSW's candidates above this graph's node
+    count the index path is exact)."""
 
-    def layers() -> tuple[set, set]:
-        similar = ctx.db.read("MATCH (a:Entity)-[r:SIMILAR {kind: 'semantic'}]->(b) RETURN a.id AS a, b.id AS b")
-        semantic = ctx.db.read("MATCH (a)-[r:SEMANTIC]->(b) RETURN a.id AS a, b.id AS b")
-        return {(r["a"], r["b"]) for r in similar}, {(r["a"], r["b"]) for r in semantic}
+    def layers() -> dict[str, set]:
+        rows = ctx.db.read(
+            "MATCH (a)-[r:SIMILAR|SEMANTIC]->(b) RETURN labels(a)[0] + type(r) + coalesce(r.kind, '') AS layer, "
+            "a.id AS a, b.id AS b, r.score AS s"
+        )
+        out: dict[str, set] = {}
+        for r in rows:  # scores to 1e-5: the index path's cosines come from Neo4j's (1 + cos) / 2
+            out.setdefault(r["layer"], set()).add((r["a"], r["b"], round(r["s"], 5)))
+        return out
 
-    stages = ["entity_similarity", "important_entities", "communities", "semantic_matching", "semantic_edges"]
-    first = {r.stage: r for r in run(ctx, stages)}
-    assert first["entity_similarity"].notes["path"] == "exact"
-    GraphStrata(ctx.settings, db=ctx.db).ingest_texts(
-        [("Nile", "The Nile flows through Cairo. Cairo is the capital of Egypt.")], IngestOptions(extractor="spacy")
-    )
+    def paths(reports: list) -> dict[str, str]:
+        got = {r.stage: r.notes["path"] for r in reports if r.stage in layered}
+        got["lexical"] = next(r.notes["lexical_path"] for r in reports if r.stage == "chunk_knn")
+        return got
+
+    layered = ["chunk_knn", "entity_similarity", "semantic_edges"]
+
+    def full() -> dict[str, set]:
+        now = ctx.params
+        ctx.params = now.model_copy(update={"knn_incremental": False})
+        assert set(paths(run(ctx, layered)).values()) == {"exact"}
+        ctx.params = now
+        return layers()
+
+    whole = [*layered, "important_entities", "communities", "semantic_matching"]
+    assert set(paths(run(ctx, whole)).values()) == {"exact"}
     ctx.params = ctx.params.model_copy(update={"knn_incremental_max_share": 0.5})
-    again = {r.stage: r for r in run(ctx, stages)}
-    assert again["entity_similarity"].notes["path"] == "incremental"
+    gs = GraphStrata(ctx.settings, db=ctx.db)
+    gs.ingest_texts([("Nile", "The Nile flows through Cairo. Cairo is the capital of Egypt.")], IngestOptions())
+    added = run(ctx, layered)
+    assert set(paths(added).values()) == {"index"}
+    assert all(r.counts["new_nodes"] > 0 for r in added if r.stage != "chunk_knn")
     updated = layers()
     nile = (
         "MATCH (e:Entity)-[:SIMILAR {kind: 'semantic'}]-() WHERE toLower(e.name) CONTAINS 'nile' RETURN count(*) AS n"
     )
     assert ctx.db.read_one(nile)["n"] > 0  # the new entity is in the layer
-    ctx.params = ctx.params.model_copy(update={"knn_incremental": False})
-    full = {r.stage: r for r in run(ctx, stages)}
-    assert full["entity_similarity"].notes["path"] == "exact"
-    assert layers() == updated
+    assert full() == updated
+
+    gs.ingest_texts([("Ganges", "The Ganges flows past Varanasi. Varanasi is a city in India.")], IngestOptions())
+    replaced = paths(run(ctx, whole))  # attributes re-created: nodes replaced, not only added
+    assert replaced == {
+        "chunk_knn": "index",
+        "lexical": "index",
+        "entity_similarity": "index",
+        "semantic_edges": "exact",
+    }
+    updated = layers()
+    assert full() == updated

@@ -46,7 +46,12 @@ def text_of(i: int) -> str:
 
 
 def keyword_vectors(db: Database) -> dict[str, tuple[int, np.ndarray]]:
-    rows = db.read("MATCH (k:Keyword) RETURN k.term AS term, k.n_sentences AS n, k.embedding AS v")
+    """Each keyword's sentence count and the sum of its sentences' vectors; its indexed copy is checked
+    to point the sum's way (within add_keywords' cosine 0.9999)."""
+    rows = db.read("MATCH (k:Keyword) RETURN k.term AS term, k.n_sentences AS n, k.sum AS v, k.embedding AS e")
+    for r in rows:
+        v, e = np.asarray(r["v"], dtype=float), np.asarray(r["e"], dtype=float)
+        assert v @ e / np.linalg.norm(v) / np.linalg.norm(e) >= 0.9999 - 1e-6, r["term"]
     return {r["term"]: (r["n"], np.asarray(r["v"], dtype=float)) for r in rows}
 
 

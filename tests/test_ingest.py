@@ -29,13 +29,13 @@ OPTS = IngestOptions(chunk_size=1200, chunk_overlap=100)
 
 
 def snapshot(db: Database) -> dict:
-    """Everything but vectors and timestamps, in a comparable form."""
+    """Everything but vectors (a keyword's sum among them) and timestamps, in a comparable form."""
     nodes = db.read(
         "MATCH (n) WHERE NOT n:GraphStrata RETURN labels(n)[0] AS label, n.id AS id, "
         "properties(n) AS p ORDER BY label, id"
     )
     for n in nodes:
-        for k in ("embedding", "ingested_at", "_lock"):
+        for k in ("embedding", "sum", "ingested_at", "_lock"):
             n["p"].pop(k, None)
     rels = db.read("MATCH (a)-[r]->(b) RETURN type(r) AS t, a.id AS a, b.id AS b, properties(r) AS p")
     # sorted by all of a relationship: two of one type between one pair (a chunk pair's semantic and
@@ -166,7 +166,7 @@ def test_known_texts_give_known_layers(gs: GraphStrata) -> None:
     assert cooc(db, "marie curie", "paris") == 2
     assert cooc(db, "warsaw", "paris") is None
     # keywords: non-stop words linked to the sub-chunks holding them, embedding = sum of sentence vectors
-    kw = db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.n_sentences AS n, k.embedding AS e")
+    kw = db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.n_sentences AS n, k.sum AS e")
     assert kw["n"] == 2
     sentences = ["Marie Curie moved to Paris in 1891.", PIERRE]
     expected = document_embedder(db, gs.embedder).embed(sentences).sum(0)
@@ -293,7 +293,7 @@ def test_changed_document_is_replaced_exactly(gs: GraphStrata, graph: Database) 
     report = gs.ingest_texts([("curie", changed), ("pierre", PIERRE)], OPTS)
     assert (report.documents_replaced, report.documents_unchanged) == (1, 1)
     incremental = snapshot(gs.db)
-    kw = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e, k.n_sentences AS n")
+    kw = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.sum AS e, k.n_sentences AS n")
     assert entity(gs.db, "warsaw") is None and entity(gs.db, "krakow") is not None
     # the same graph as a fresh ingest of the end state
     from tests.conftest import wipe
@@ -301,9 +301,42 @@ def test_changed_document_is_replaced_exactly(gs: GraphStrata, graph: Database) 
     wipe(graph)
     gs.ingest_texts([("curie", changed), ("pierre", PIERRE)], OPTS)
     assert snapshot(gs.db) == incremental
-    fresh = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e, k.n_sentences AS n")
+    fresh = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.sum AS e, k.n_sentences AS n")
     assert fresh["n"] == kw["n"]
     np.testing.assert_allclose(kw["e"], fresh["e"], atol=1e-5)
+
+
+def test_a_keywords_indexed_vector_follows_its_sum_once_per_ingest(gs: GraphStrata) -> None:
+    """add_keywords keeps the exact sum (k.sum); the indexed copy (k.embedding, each rewrite a deleted
+    entry in the HNSW index) is written when the keyword is new and at the end of an ingest (or in a
+    delete) only where the sum has turned past cosine 0.9999 from it."""
+
+    def paris() -> tuple[np.ndarray, np.ndarray]:
+        row = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.sum AS s, k.embedding AS e")
+        return np.asarray(row["s"]), np.asarray(row["e"])
+
+    def cos(a: np.ndarray, b: np.ndarray) -> float:
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    gs.ingest_texts([("one", PIERRE)], OPTS)
+    # 300 more sentences, in several batches and write transactions: the copy is the end state's sum
+    many = [
+        (f"many {j}", " ".join(f"Traveller {i} reached Paris on day {i + j}." for i in range(30))) for j in range(10)
+    ]
+    gs.ingest_texts(many, IngestOptions(chunk_size=1200, chunk_overlap=100, batch_documents=2, group_chunks=1))
+    s0, e0 = paris()
+    assert cos(e0, s0) >= 0.9999
+    gs.ingest_texts([("two", "Marie Curie moved to Paris in 1891.")], OPTS)  # one more among 302
+    s1, e1 = paris()
+    assert not np.allclose(s1, s0)  # the sum took the sentence
+    np.testing.assert_array_equal(e1, e0)  # the index was left alone
+    assert cos(e1, s1) >= 0.9999
+    for j in range(10):
+        gs.delete(f"many {j}")  # 300 of 302 sentences gone: the sum turns far
+    s2, e2 = paris()
+    want = document_embedder(gs.db, gs.embedder).embed([PIERRE, "Marie Curie moved to Paris in 1891."]).sum(0)
+    assert cos(s2, want) > 0.9999
+    assert cos(e2, s2) >= 0.9999 and not np.allclose(e2, e1)  # written again
 
 
 def test_delete_removes_what_only_that_document_supported(gs: GraphStrata, graph: Database) -> None:
@@ -329,11 +362,11 @@ def test_delete_undoes_split_chunks_as_they_were_analysed(
 
     gs.ingest_texts([("pierre", PIERRE)], OPTS)
     fresh = snapshot(gs.db)
-    paris = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e")["e"]
+    paris = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.sum AS e")["e"]
 
     def undone() -> None:
         assert snapshot(gs.db) == fresh
-        after = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.embedding AS e")["e"]
+        after = gs.db.read_one("MATCH (k:Keyword {term: 'paris'}) RETURN k.sum AS e")["e"]
         np.testing.assert_allclose(after, paris, atol=1e-5)
 
     gs.ingest_texts([("long", LONG)], OPTS)

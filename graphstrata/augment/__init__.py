@@ -127,7 +127,8 @@ STAGE_ATTEMPTS = 3
 def run(
     ctx: AugmentContext, names: list[str] | None = None, on_stage: Callable[[str, int, int], None] | None = None
 ) -> list[StageReport]:
-    """Run the stages ``names`` (default: all), each lane (:data:`NODERAG_LANE`, the rest) in pipeline
+    """Run the stages ``names`` (default: all; a whole-graph stage may then be deferred, see
+    :mod:`graphstrata.augment.deferral`), each lane (:data:`NODERAG_LANE`, the rest) in pipeline
     order, the two side by side; ``on_stage(name, i, n)`` as each starts. Reports in pipeline order."""
     pipeline = order()
     unknown = [n for n in names or [] if n not in STAGES]
@@ -147,7 +148,7 @@ def run(
             if on_stage is not None:
                 on_stage(name, next(started), len(todo))
             try:
-                reports[name] = _run_stage(ctx, name)
+                reports[name] = _run_stage(ctx, name, defer=not names)
             except BaseException:
                 failed.set()
                 raise
@@ -165,13 +166,23 @@ def run(
     return [reports[n] for n in todo]
 
 
-def _run_stage(ctx: AugmentContext, name: str) -> StageReport:
+def _run_stage(ctx: AugmentContext, name: str, defer: bool = True) -> StageReport:
+    """Run one stage (retried after a transient error); ``defer``: a whole-graph stage may keep its last
+    full run's layer after a small ingest (graphstrata/augment/deferral.py; a stage named by the caller
+    always runs)."""
+    from graphstrata.augment import deferral
+
     t = time.perf_counter()  # a stage's time includes its attempts a transient error ended
+    if defer and (kept := deferral.deferred(ctx, name)) is not None:
+        kept.seconds = round(time.perf_counter() - t, 3)
+        return kept
     retried = transient_retries()
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left
             try:
+                seen = deferral.starting(ctx, name)
                 report = STAGES[name](ctx)
+                deferral.finished(ctx, name, seen)
             except GDSError as e:  # e.g. a projection too large: say which stage
                 raise type(e)(f"augment stage {name}: {e}") from e
             except TransientError:

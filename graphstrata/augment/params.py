@@ -40,11 +40,19 @@ class AugmentParams(BaseModel):
     )
     knn_incremental: bool = Field(
         True,
-        description="chunk_knn, entity_similarity, semantic_edges: after a small ingest update the stored top-k "
-        "layer in place (new and changed nodes' rows only; the same layer as a full run)",
+        description="chunk_knn, entity_similarity, semantic_edges: after an ingest that only added nodes, update "
+        "the stored top-k layer from the new nodes' vector-index neighbours (graphstrata/augment/knn_index.py)",
     )
     knn_incremental_max_share: float = Field(
-        0.1, gt=0, le=1, description="knn_incremental: a full run when more than this share of the nodes changed"
+        0.1, gt=0, le=1, description="knn_incremental: a full run when more than this share of the nodes is new"
+    )
+    defer_share: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="important_entities, communities, semantic_matching: kept from their last full run while "
+        "the chunks ingested or deleted since are at most this share of the chunks it saw "
+        "(graphstrata/augment/deferral.py); 0: always run whole (`graphstrata augment --full`)",
     )
     kmeans_sample: int | None = Field(
         20_000,

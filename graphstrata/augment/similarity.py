@@ -26,7 +26,7 @@ from graphstrata.algorithms.ann import ivf_knn
 from graphstrata.algorithms.hnsw import base_layer
 from graphstrata.algorithms.knn import exact_knn
 from graphstrata.augment import AugmentContext, StageReport, stage
-from graphstrata.augment.knn_incremental import update_knn
+from graphstrata.augment.knn_index import Delta, Offers, index_offers, linked, shared_keyword_offers, update_layer
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
 
@@ -40,20 +40,23 @@ KNN_CONFIG = {"sample_rate": 1.0, "delta_threshold": 0.0, "max_iterations": 50, 
 
 @dataclass
 class Layer:
-    """A similarity layer's rows, and the state to record once they are written (``path``: which path ran)."""
+    """A similarity layer's rows, and the state to record once they are written (``path``: which path ran);
+    updated in place (``path`` "index"), the changes to the stored layer instead of its rows."""
 
     rows: list[dict]
     state: str
     path: str
+    delta: Delta | None = None
 
 
 def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: str, **params: str) -> Layer:
     """Top-k cosine neighbours among nodes with `labels` (each undirected pair stored once, max score):
     exact (numpy) up to ``knn_exact_max_nodes`` nodes; beyond, the inverted file of
     :mod:`graphstrata.algorithms.ann` (near-linear), or GDS KNN with ``knn_approximate="gds"``.
-    After a small ingest, a layer last built by this function with the same k is updated in place
-    (:mod:`graphstrata.augment.knn_incremental`): ``stored`` names the query of its stored pairs
-    (``augment.<stored>_pairs`` with `params`).
+    After an ingest that only added nodes, a layer last built by this function with the same k is
+    updated from the vector indexes (:mod:`graphstrata.augment.knn_index`): ``stored`` names its
+    queries (``augment.<stored>_new`` / ``_lists`` with `params`). After a delete or a replacement the
+    nodes that lost a neighbour cannot be told from the rest without reading every list: a full run.
 
     The layer's state says ``writing`` from here until :func:`layer_written`: a run that stops
     half-way (a deadlock the stage is retried for, a crash) leaves a layer the next run must not
@@ -61,27 +64,58 @@ def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: 
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
     p = ctx.params
     approximate = n > p.knn_exact_max_nodes
-    prior = ctx.db.read_one(query("augment.layer_state"), layer=name)
-    _set_state(ctx, name, "writing")
+    offers = index_offers(ctx.db, labels, k)
+    if (layer := in_place(ctx, name, f"knn:{k}", k, stored, labels, n, offers, **params)) is not None:
+        return layer
     if approximate and p.knn_approximate == "gds":
         return Layer(_pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k)), "gds", "gds")
     ids, vecs = embedded(ctx, labels)
     if len(ids) < 2:
         return Layer([], f"knn:{k}", "exact")
-    found = None
-    if p.knn_incremental and prior is not None and prior["state"] == f"knn:{k}":
-        have = ctx.db.read_rows(query(f"augment.{stored}_pairs"), ["a", "b", "score"], **params)
-        found = update_knn(ids, vecs, have, k, p.knn_incremental_max_share)
-    path = "incremental" if found is not None else "approximate" if approximate else "exact"
-    if found is None:
-        found = ivf_knn(vecs, k, p.ann_cell_size, p.ann_nprobe) if approximate else exact_knn(vecs, k)
-    sources, targets, scores = found
+    path = "approximate" if approximate else "exact"
+    sources, targets, scores = ivf_knn(vecs, k, p.ann_cell_size, p.ann_nprobe) if approximate else exact_knn(vecs, k)
     rows = zip(sources.tolist(), targets.tolist(), scores.tolist(), strict=True)
     return Layer(_pairs({"a": ids[a], "b": ids[b], "score": s} for a, b, s in rows), f"knn:{k}", path)
 
 
-def layer_written(ctx: AugmentContext, name: str, layer: Layer) -> None:
-    """Record that ``layer`` is stored whole: the next run may update it in place."""
+def in_place(
+    ctx: AugmentContext,
+    name: str,
+    state: str,
+    k: int,
+    stored: str,
+    labels: list[str],
+    n: int,
+    offers: Offers,
+    **params: str,
+) -> Layer | None:
+    """The layer ``name`` updated in place (:mod:`graphstrata.augment.knn_index`) when it was last written
+    whole with this ``state`` and the ingest since only added nodes, else None; marks it as being written."""
+    p = ctx.params
+    prior = ctx.db.read_one(query("augment.layer_state"), layer=name)
+    then = ctx.db.read_one(query("augment.layer_state"), layer=f"{name}_linked")
+    _set_state(ctx, name, "writing")
+    if not (p.knn_incremental and prior and prior["state"] == state and then and then["state"]):
+        return None
+    delta = update_layer(
+        ctx.db, stored, labels, k, int(then["state"]), n, p.knn_incremental_max_share, offers, **params
+    )
+    return None if delta is None else Layer([], state, "index", delta)
+
+
+def write_layer(ctx: AugmentContext, layer: Layer, edges: str, **params: str) -> dict[str, int]:
+    """Store ``layer``: its changes when it has them, else make the stored layer equal its rows."""
+    if layer.delta is None:
+        return replace_edges(ctx, layer.rows, edges, **params)
+    ctx.db.write_batches(query(f"augment.delete_{edges}_pairs"), layer.delta.delete, **params)
+    ctx.db.write_batches(query(f"augment.write_{edges}"), layer.delta.write, **params)
+    return {"written": len(layer.delta.write), "deleted": len(layer.delta.delete), "new_nodes": layer.delta.new_nodes}
+
+
+def layer_written(ctx: AugmentContext, name: str, layer: Layer, stored: str, labels: list[str], **params: str) -> None:
+    """Record that ``layer`` is stored whole, and how many nodes have an edge of it (``stored`` names its
+    queries): the next run may update it in place."""
+    _set_state(ctx, f"{name}_linked", str(linked(ctx.db, stored, labels, **params)))
     _set_state(ctx, name, layer.state)
 
 
@@ -149,10 +183,6 @@ def lexical_rows(pairs: list[tuple[str, str]], k: int) -> list[dict]:
     return [{"a": a_, "b": b_, "score": s} for (a_, b_), s in best.items()]
 
 
-def replace_similar(ctx: AugmentContext, label: str, kind: str, rows: list[dict]) -> dict[str, int]:
-    return replace_edges(ctx, rows, "similar", label=label, kind=kind)
-
-
 def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: str) -> dict[str, int]:
     """Make a layer's stored edges (``augment.<edges>_pairs``: a similarity layer, DA-RAG's chunk layer)
     equal ``rows`` ({a, b, score}, each pair from its smaller id): delete the pairs no longer among
@@ -171,19 +201,34 @@ def replace_edges(ctx: AugmentContext, rows: list[dict], edges: str, **params: s
 def chunk_knn(ctx: AugmentContext) -> StageReport:
     k = ctx.params.knn_k
     semantic = knn_rows(ctx, "chunk_knn", ["Chunk"], k, "similar", label="Chunk", kind="semantic")
-    lexical = lexical_rows(ctx.db.read_rows(query("augment.chunk_keywords"), ["chunk", "keyword"]), k)
-    changed = replace_similar(ctx, "Chunk", "semantic", semantic.rows)
-    layer_written(ctx, "chunk_knn", semantic)
-    changed_lexical = replace_similar(ctx, "Chunk", "lexical", lexical)
+    changed = write_layer(ctx, semantic, "similar", label="Chunk", kind="semantic")
+    layer_written(ctx, "chunk_knn", semantic, "similar", ["Chunk"], label="Chunk", kind="semantic")
+    lexical = lexical_layer(ctx, k)
+    changed_lexical = write_layer(ctx, lexical, "similar", label="Chunk", kind="lexical")
+    layer_written(ctx, "chunk_lexical", lexical, "similar", ["Chunk"], label="Chunk", kind="lexical")
     return StageReport(
         stage="chunk_knn",
         counts={
-            "semantic": len(semantic.rows),
-            "lexical": len(lexical),
+            **({"semantic": len(semantic.rows)} if semantic.delta is None else {}),
+            **({"lexical": len(lexical.rows)} if lexical.delta is None else {}),
             "written": changed["written"] + changed_lexical["written"],
             "deleted": changed["deleted"] + changed_lexical["deleted"],
         },
-        notes={"k": k, "path": semantic.path},
+        notes={"k": k, "path": semantic.path, "lexical_path": lexical.path},
+    )
+
+
+def lexical_layer(ctx: AugmentContext, k: int) -> Layer:
+    """KET-RAG's lexical half of the chunk KNN graph: in place after an ingest that only added chunks,
+    else every chunk's top k by shared keywords."""
+    n = ctx.db.read_one(query("augment.embedded_count"), labels=["Chunk"])["n"]
+    offers = shared_keyword_offers(ctx.db)
+    state = f"lexical:{k}"
+    layer = in_place(ctx, "chunk_lexical", state, k, "similar", ["Chunk"], n, offers, label="Chunk", kind="lexical")
+    if layer is not None:
+        return layer
+    return Layer(
+        lexical_rows(ctx.db.read_rows(query("augment.chunk_keywords"), ["chunk", "keyword"]), k), state, "exact"
     )
 
 
@@ -191,11 +236,11 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
 def entity_similarity(ctx: AugmentContext) -> StageReport:
     k = ctx.params.k_neighbor
     layer = knn_rows(ctx, "entity_knn", ["Entity"], k, "similar", label="Entity", kind="semantic")
-    changed = replace_similar(ctx, "Entity", "semantic", layer.rows)
-    layer_written(ctx, "entity_knn", layer)
+    changed = write_layer(ctx, layer, "similar", label="Entity", kind="semantic")
+    layer_written(ctx, "entity_knn", layer, "similar", ["Entity"], label="Entity", kind="semantic")
     return StageReport(
         stage="entity_similarity",
-        counts={"edges": len(layer.rows), **changed},
+        counts={**({"edges": len(layer.rows)} if layer.delta is None else {}), **changed},
         notes={"k_neighbor": k, "path": layer.path},
     )
 
@@ -215,12 +260,13 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
         layer = Layer(hnsw_rows(ctx, present), "hnsw", "hnsw")  # not a top-k layer: the next knn run is full
     else:
         layer = knn_rows(ctx, "semantic_knn", present, k, "semantic_edges")
-    changed = replace_edges(ctx, layer.rows, "semantic_edges")
-    layer_written(ctx, "semantic_knn", layer)
+    changed = write_layer(ctx, layer, "semantic_edges")
+    layer_written(ctx, "semantic_knn", layer, "semantic_edges", present)
     notes = {"graph": graph, "labels": present} | (
         {"k": k, "path": layer.path} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF}
     )
-    return StageReport(stage="semantic_edges", counts={"edges": len(layer.rows), **changed}, notes=notes)
+    edges = {"edges": len(layer.rows)} if layer.delta is None else {}
+    return StageReport(stage="semantic_edges", counts={**edges, **changed}, notes=notes)
 
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:

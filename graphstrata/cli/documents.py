@@ -382,11 +382,20 @@ def augment(
             "summarize_single_chunk (graphstrata/augment/params.py).",
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Run the whole-graph stages (important_entities, communities, semantic_matching) even after a "
+            "small ingest, which they otherwise skip until 5% of the chunks changed (defer_share).",
+        ),
+    ] = False,
     list_stages: Annotated[bool, typer.Option("--list", help="List the stages in order and exit.")] = False,
 ) -> None:
     """Build the augmentation layers with GDS (and the LLM when configured): chunk KNN graph, core
     chunks, entity similarity, NodeRAG attributes/communities/semantic matching/semantic edges,
-    DA-RAG chunk edges, E2GraphRAG summary tree. Re-running a stage replaces its output."""
+    DA-RAG chunk edges, E2GraphRAG summary tree. Re-running a stage replaces its output; after a small
+    ingest the top-k layers are updated in place and the whole-graph stages are deferred (--full)."""
     from graphstrata.augment import order
     from graphstrata.client import GraphStrata
     from graphstrata.db import ConnectionError_
@@ -401,6 +410,8 @@ def augment(
         if not sep:
             _fail(f"--param takes name=value, got {item!r}")
         params[key] = json.loads(value) if _is_json(value) else value
+    if full:
+        params["defer_share"] = 0
     started: list[str] = []  # the order the stages started in (two run side by side): results follow it
 
     def on_stage(name: str, i: int, n: int) -> None:
@@ -417,7 +428,14 @@ def augment(
 
     position = {name: i for i, name in enumerate(started)}
     reports = sorted(reports, key=lambda r: position.get(r.stage, len(position)))
-    rows = [[r.stage, f"{r.seconds:.2f}", ", ".join(f"{k}={v}" for k, v in r.counts.items())] for r in reports]
+    rows = [
+        [
+            r.stage,
+            f"{r.seconds:.2f}",
+            "deferred: " * ("deferred" in r.notes) + ", ".join(f"{k}={v}" for k, v in r.counts.items()),
+        ]
+        for r in reports
+    ]
     print_summary(stdout_console(), "augment", ["stage", "seconds", "counts"], rows, keyed=True)
 
 

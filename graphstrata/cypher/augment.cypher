@@ -140,6 +140,50 @@ MATCH (h:HighLevel {id: r.h})
 MATCH (n {id: r.n}) WHERE n:SemanticUnit OR n:Attribute
 MERGE (h)-[:GROUPS]->(n);
 
+// name: similar_new
+// The nodes of a similarity layer's label that have an embedding and no edge of the layer: new since it
+// was written, as after a full run every node has its own k (graphstrata/augment/knn_index.py).
+MATCH (n:$($label)) WHERE n.embedding IS NOT NULL AND NOT EXISTS { (n)-[:SIMILAR {kind: $kind}]-() }
+RETURN n.id AS id, n.embedding AS embedding;
+
+// name: similar_lists
+// Every stored pair of the nodes $ids in a similarity layer, from either end.
+UNWIND $ids AS id
+MATCH (y:$($label) {id: id})-[r:SIMILAR {kind: $kind}]-(z)
+RETURN id AS a, z.id AS b, r.score AS score;
+
+// name: semantic_edges_new
+// As similar_new, for NodeRAG's semantic edges among $labels.
+MATCH (n:$any($labels)) WHERE n.embedding IS NOT NULL AND NOT EXISTS { (n)-[:SEMANTIC]-() }
+RETURN n.id AS id, n.embedding AS embedding;
+
+// name: semantic_edges_lists
+UNWIND $ids AS id
+MATCH (y {id: id})-[r:SEMANTIC]-(z) WHERE y:Chunk OR y:SemanticUnit OR y:Attribute OR y:HighLevel
+RETURN id AS a, z.id AS b, r.score AS score;
+
+// name: index_neighbours
+// Each row's nearest nodes in the vector index $index (the new nodes of a top-k layer; the index holds
+// them too). The index scores (1 + cosine) / 2; the layers store the cosine.
+UNWIND $rows AS r
+CALL db.index.vector.queryNodes($index, $candidates, r.embedding) YIELD node, score
+WITH r, node, score WHERE node.id <> r.id
+RETURN r.id AS a, node.id AS b, 2 * score - 1 AS score;
+
+// name: similar_linked
+// How many nodes of the label have an edge of the layer (graphstrata/augment/knn_index.py).
+MATCH (n:$($label)) WHERE EXISTS { (n)-[:SIMILAR {kind: $kind}]-() }
+RETURN count(n) AS n;
+
+// name: semantic_edges_linked
+MATCH (n:$any($labels)) WHERE EXISTS { (n)-[:SEMANTIC]-() }
+RETURN count(n) AS n;
+
+// name: chunk_keyword_lists
+// Each chunk's keywords (the incidence of chunk_keywords, a list per chunk: graphstrata/augment/knn_index.py).
+MATCH (c:Chunk)-[:HAS_PART]->(:SubChunk)<-[:OCCURS_IN]-(k:Keyword)
+RETURN c.id AS chunk, collect(DISTINCT k.id) AS keywords;
+
 // name: semantic_edges_pairs
 MATCH (a)-[r:SEMANTIC]->(b)
 RETURN a.id AS a, b.id AS b, r.score AS score;
@@ -277,3 +321,12 @@ RETURN m['layer_' + $layer] AS state;
 // name: set_layer_state
 MERGE (m:GraphStrata {id: 'meta'})
 SET m['layer_' + $layer] = $state;
+
+// name: corpus_change
+// How much of the corpus a whole-graph stage has not seen (graphstrata/augment/deferral.py): the chunks
+// of documents ingested at or after $since (epoch ms; new and replaced documents), the chunks now, and
+// the database's clock (the next run's $since).
+OPTIONAL MATCH (d:Document) WHERE d.ingested_at >= datetime({epochMillis: $since})
+OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
+WITH count(c) AS fresh
+RETURN fresh, COUNT { (c:Chunk) } AS chunks, datetime().epochMillis AS now;

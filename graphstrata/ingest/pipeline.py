@@ -139,9 +139,7 @@ class Ingestor:
         # under it (a Document holding both versions' chunks); the later wins, and the report says so
         docs, report.identity_notes = resolve_identities(Candidate(d, True, doc_name(d)) for d in docs)
         whole = list(docs)
-        docs = split_large(
-            whole, self.options.part_chars
-        )  # memory per document is bounded by the part size (ingest/parts.py)
+        docs = split_large(whole, self.options.part_chars)  # memory per document: bounded by the part size
         stages = Tracker(self.show_progress, self.on_progress)
         before = self.llm.usage() if self.llm is not None else {}
         # Three batches at once: this thread parses and extracts batch i+2 (one core), the embedding
@@ -172,6 +170,7 @@ class Ingestor:
             embedding.shutdown(cancel_futures=True)
             writing.shutdown()
             stages.close()
+            self.writer.refresh_keywords(report.keyword_terms)  # count_write added a failed batch's
         if self.llm is not None:
             report.llm = usage_delta(before, self.llm.usage())
         report.seconds.update({k: round(v, 3) for k, v in stages.seconds.items()})

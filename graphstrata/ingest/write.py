@@ -4,6 +4,7 @@ subtracted in the same transaction (see :mod:`graphstrata.ingest.pipeline`)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from neo4j import ManagedTransaction
@@ -14,6 +15,9 @@ from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, doc_name
 from graphstrata.ingest.options import IngestOptions
 from graphstrata.ingest.rows import Contribution, PreparedDoc, Touched
+from graphstrata.text.names import keyword_id
+
+log = logging.getLogger(__name__)
 
 #: Fault-injection point for tests: called with each statement's name inside write transactions.
 FAULT_HOOK: Callable[[str], None] | None = None
@@ -48,6 +52,17 @@ class GraphWriter:
             return written
         except (Neo4jError, DriverError) as e:
             raise IngestWriteError("write", [doc_name(p.doc) for p in group], e) from e
+
+    def refresh_keywords(self, terms: set[str]) -> None:
+        """Bring the indexed vectors of the keywords an ingest added to up to their sums (see
+        ingest.add_keywords: once per ingest, not per batch), after a failed ingest too, for what it
+        committed. A failure here is logged, never raised over the ingest's own outcome: the next
+        ingest that adds to a keyword refreshes it."""
+        rows = [{"id": i} for i in sorted(keyword_id(t) for t in terms)]
+        try:
+            self.db.write_batches(query("ingest.refresh_keywords"), rows, batch_size=2000)
+        except (Neo4jError, DriverError) as e:
+            log.warning("keyword vectors not refreshed after the ingest: %s", e)
 
     @staticmethod
     def _run(tx: ManagedTransaction, name: str, rows: list[dict], **params) -> None:

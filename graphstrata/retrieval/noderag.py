@@ -34,15 +34,11 @@ from graphstrata.retrieval.baselines import MAX_CLAUSE_WORDS
 from graphstrata.retrieval.entries import SimilaritySearch, entry_points
 from graphstrata.retrieval.linking import Linked, LinkedEntity, link_entities, question_entities
 from graphstrata.retrieval.shared import beside
+from graphstrata.schema import VECTOR_INDEXES as ALL_VECTOR_INDEXES
 from graphstrata.walkgraph import WalkGraph, walk_graph
 
 RETRIEVABLE = ("Chunk", "SemanticUnit", "Attribute", "HighLevel", "Relation")
-VECTOR_INDEXES = {
-    "SemanticUnit": "semantic_unit_embedding",
-    "Attribute": "attribute_embedding",
-    "HighLevel": "high_level_embedding",
-    "Chunk": "chunk_embedding",
-}
+VECTOR_INDEXES = {label: ALL_VECTOR_INDEXES[label] for label in ("SemanticUnit", "Attribute", "HighLevel", "Chunk")}
 GRAPH = "noderag.heterograph"
 #: the edges from a semantic unit or relation to the chunk it was read from
 PROVENANCE = frozenset({"HAS_UNIT", "HAS_RELATION"})
