@@ -9,10 +9,12 @@ A corpus of n passages: hotpotqa_dev100's 994 passages (its 100 questions stay a
 size) plus n - 994 synthetic distractors drawn with a fixed seed: lengths sampled from the dev
 passages', sentences built around named entities drawn from a Zipf-like (s = 1.1) vocabulary of
 invented names (people, places, organisations, works), so the extracted graph has hubs and a long
-tail as a real one does. Per size: ingest and augment milliseconds per passage (every stage), every
-method's p50/p95 and Recall@5 with `vector` beside it, peak RSS of this process, Neo4j heap in use,
-the per-graph query caches' memory, and augment after adding 1% more documents against the full
-augment. Results: bench/results/scale.{json,md,png} (the plot needs matplotlib).
+tail as a real one does (bench/scale_corpus.py). Per size: ingest and augment milliseconds per passage
+(every stage), every method's p50/p95 and Recall@5 with `vector` beside it, peak RSS of this process per
+phase, Neo4j heap in use, the per-graph query caches' memory, and the augment after adding 1% more
+documents against the full augment — with what its shortcuts cost: the updated top-k layers against a
+full run's, and Recall@5 on the incremented graph before and after a full augment. Results:
+bench/results/scale.{json,md,png} (the plot needs matplotlib).
 
 The graph lives in a Neo4j instance of its own (``scale-bench``, heap 3g, ports 17763/17764).
 """
@@ -20,129 +22,27 @@ The graph lives in a Neo4j instance of its own (``scale-bench``, heap 3g, ports 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import resource
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine, wipe
+from common import RESULTS, machine, wipe
+from scale_corpus import SEED, corpus, distractors, questions
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import get_settings
+from graphstrata.retrieval.warmup import warm
 
 os.environ.setdefault("GRAPHSTRATA_EMBED_CACHE", "false")  # latency includes embedding the question
-# the shared data beside the checkout (a worktree sits one level deeper)
-DEV = (
-    Path(os.environ.get("GRAPHSTRATA_BENCH_DATA", ""))
-    if os.environ.get("GRAPHSTRATA_BENCH_DATA")
-    else next(
-        (
-            p / "shared" / "data" / "hotpotqa_dev100"
-            for p in (ROOT.parent, ROOT.parent.parent)
-            if (p / "shared").is_dir()
-        ),
-        ROOT.parent / "shared" / "data" / "hotpotqa_dev100",
-    )
-)
 SIZES = [2000, 10_000, 50_000]
 METHODS = ["vector", "fulltext", "hipporag", "noderag", "ketrag", "darag", "e2graphrag", "sgrag", "fusion", "auto"]
 UNCAPPED = {"ketrag", "darag", "sgrag"}  # as bench/graphs.py: their papers cap the context by tokens only
 TOP_K, BUDGET = 10, 1000
-SEED = 43
-
-FIRST = "Al Bel Cor Dar Ef Gal Hen Ir Jo Kas Lum Mor Nel Or Pas Quin Ros Sal Tor Ul Val Wen Yor Zan".split()  # noqa: SIM905
-MID = "an ber cia do el fer go ha in ka lo mi na or pe ri sa to u ve".split()  # noqa: SIM905
-LAST = "son ton ley berg ford wick ham ridge ova ini ez ard".split()  # noqa: SIM905
-KINDS = ["person", "place", "org", "work"]
-TEMPLATES = {
-    "person": ["{a} was born in {p} and worked with {b}.", "{a} married {b} in {p}.", "{a} studied under {b}."],
-    "place": ["{p} lies near {q}.", "{p} is a town in the region of {q}.", "The river passes {p} before {q}."],
-    "org": ["{o} was founded in {p} by {a}.", "{a} led {o} from {y}.", "{o} merged with {r} in {y}."],
-    "work": ['"{w}" is a {y} novel by {a}.', '"{w}" was filmed in {p} by {o}.', '{a} wrote "{w}" in {y}.'],
-}
-FILLER = [
-    "It is known for its annual festival.",
-    "The population grew steadily during the following decades.",
-    "Critics received it warmly at the time.",
-    "Several of its early records were lost.",
-    "The building was restored after a fire.",
-    "Its archives are held at the national library.",
-]
-
-
-def vocabulary(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
-    """Invented names per kind, most frequent first (drawn later with Zipf weights)."""
-
-    def word() -> str:
-        return rng.choice(FIRST) + rng.choice(MID) + rng.choice(LAST)
-
-    out: dict[str, list[str]] = {}
-    for kind in KINDS:
-        names: set[str] = set()
-        while len(names) < n:
-            if kind == "person":
-                names.add(f"{word()} {word()}")
-            elif kind == "place":
-                names.add(word())
-            elif kind == "org":
-                names.add(f"{word()} {rng.choice(['Company', 'Institute', 'Records', 'University'])}")
-            else:
-                names.add(f"The {word()} {rng.choice(['Affair', 'Garden', 'Letters', 'Road'])}")
-        out[kind] = [str(x) for x in rng.permutation(sorted(names))]  # rank unrelated to spelling
-    return out
-
-
-def distractors(n: int, lengths: list[int], seed: int = SEED, start: int = 0) -> list[dict]:
-    """``n`` synthetic passages (title, text), seeded; ``start`` numbers their titles."""
-    rng = np.random.default_rng(seed)
-    vocab = vocabulary(rng, max(200, n // 2))
-    ranks = np.arange(1, len(vocab["person"]) + 1)
-    weights = ranks**-1.1 / (ranks**-1.1).sum()
-
-    pool = itertools.cycle(
-        rng.choice(ranks.size, size=n * 100 + 1000, p=weights).tolist()
-    )  # one draw, not one per name
-
-    def pick(kind: str) -> str:
-        return vocab[kind][next(pool)]
-
-    out = []
-    for i in range(n):
-        want = int(rng.choice(lengths))
-        topic = rng.choice(KINDS)
-        sentences, words = [], 0
-        while words < want:
-            kind = topic if rng.random() < 0.6 else rng.choice(KINDS)
-            t = rng.choice(TEMPLATES[kind]) if rng.random() < 0.8 else rng.choice(FILLER)
-            s = t.format(
-                a=pick("person"),
-                b=pick("person"),
-                p=pick("place"),
-                q=pick("place"),
-                o=pick("org"),
-                r=pick("org"),
-                w=pick("work"),
-                y=int(rng.integers(1820, 2020)),
-            )
-            sentences.append(s)
-            words += len(s.split())
-        out.append({"title": f"{pick(topic)} ({start + i})", "text": " ".join(sentences)})
-    return out
-
-
-def corpus(n: int) -> tuple[list[dict], list[int]]:
-    dev = [json.loads(line) for line in (DEV / "corpus.jsonl").read_text().splitlines() if line.strip()]
-    lengths = [len(r["text"].split()) for r in dev]
-    return dev + distractors(max(0, n - len(dev)), lengths), lengths
-
-
-def questions(limit: int) -> list[dict]:
-    rows = [json.loads(line) for line in (DEV / "questions.jsonl").read_text().splitlines() if line.strip()]
-    return [{"question": q["question"], "gold": set(q["supporting_titles"])} for q in rows[:limit]]
 
 
 def open_instance() -> GraphStrata:
@@ -198,31 +98,72 @@ def ask_all(gs: GraphStrata, methods: list[str], qs: list[dict]) -> dict[str, di
     return out
 
 
+class PeakRSS:
+    """The process's peak resident memory per phase (sampled every 0.2 s from /proc/self/statm)."""
+
+    def __init__(self) -> None:
+        self.phase, self.peaks, self._stop = "start", {}, threading.Event()
+        self._page = os.sysconf("SC_PAGE_SIZE") / 2**20
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            mb = int(Path("/proc/self/statm").read_text().split()[1]) * self._page
+            self.peaks[self.phase] = round(max(self.peaks.get(self.phase, 0.0), mb), 1)
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        return dict(self.peaks)
+
+
+LAYERS = (
+    "MATCH (a)-[r:SIMILAR|SEMANTIC]->(b) RETURN labels(a)[0] + ' ' + type(r) + ' ' + coalesce(r.kind, '') AS layer, "
+    "a.id AS a, b.id AS b"
+)
+
+
+def layer_pairs(gs: GraphStrata) -> dict[str, set[tuple[str, str]]]:
+    out: dict[str, set[tuple[str, str]]] = {}
+    for layer, a, b in gs.db.read_rows(LAYERS, ["layer", "a", "b"]):
+        out.setdefault(layer, set()).add((a, b))
+    return out
+
+
 def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reuse: float | None = None) -> dict:
     """One size; ``reuse``: the graph in the instance is this size's, already ingested (in that many
     seconds): it is augmented again, fully, and measured."""
     records, lengths = corpus(n)
+    rss = PeakRSS()
     with tempfile.TemporaryDirectory() as tmp:
         if reuse is None:
             wipe(gs)
             path = Path(tmp) / f"scale_{n}.jsonl"
             write_jsonl(path, records)
+            rss.phase = "ingest"
             t = time.perf_counter()
             ingest_stages = {k: round(v, 2) for k, v in gs.ingest([path]).seconds.items()}
             ingest_s = time.perf_counter() - t
         else:
             ingest_s, ingest_stages = reuse, {}
         print(f"{n}: ingest {ingest_s:.0f} s", flush=True)
+        rss.phase = "augment"
         t = time.perf_counter()
         # a full augment: every layer computed whole (a graph already augmented would otherwise be updated)
-        reports = gs.augment(knn_incremental=False)
+        reports = gs.augment(knn_incremental=False, defer_share=0, warm=False)
         stages = {r.stage: {"seconds": r.seconds, "notes": r.notes, "counts": r.counts} for r in reports}
         augment_s = time.perf_counter() - t
         print(f"{n}: augment {augment_s:.0f} s", flush=True)
-        answers = ask_all(gs, methods, questions(n_questions))
+        rss.phase = "questions"
+        t = time.perf_counter()
+        warm(gs.db, gs.settings.gds_concurrency)  # the walk graphs read into this process (retrieval's cache)
+        warm_s = time.perf_counter() - t
+        qs = questions(n_questions)
+        answers = ask_all(gs, methods, qs)
         caches = cache_mb(gs)
         heap = heap_used_mb(gs)
-        # +1%: new distractors (other seed, other titles), ingested, then augment again
+        # +1%: new distractors (other seed, other titles), ingested, then augment again: the whole-graph
+        # stages are deferred and the top-k layers updated in place (graphstrata/augment/deferral.py, knn_index.py)
+        rss.phase = "increment"
         more = distractors(max(1, n // 100), lengths, seed=SEED + 1, start=n)
         path2 = Path(tmp) / f"scale_{n}_more.jsonl"
         write_jsonl(path2, more)
@@ -230,10 +171,22 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
         gs.ingest([path2])
         inc_ingest_s = time.perf_counter() - t
         t = time.perf_counter()
-        inc_reports = gs.augment()
-        inc = {r.stage: {"seconds": r.seconds, "path": r.notes.get("path")} for r in inc_reports}
+        inc_reports = gs.augment(warm=False)
+        inc = {
+            r.stage: {"seconds": r.seconds, "path": r.notes.get("path"), "deferred": "deferred" in r.notes}
+            for r in inc_reports
+        }
         inc_s = time.perf_counter() - t
         print(f"{n}: +1% augment {inc_s:.0f} s", flush=True)
+        # what the increment's shortcuts cost: the questions on its graph, then a full augment of the same
+        # graph, its top-k layers against the updated ones, and the questions again
+        after_inc = ask_all(gs, methods, qs)
+        updated = layer_pairs(gs)
+        t = time.perf_counter()
+        gs.augment(knn_incremental=False, defer_share=0, warm=False)
+        full_again_s = time.perf_counter() - t
+        whole = layer_pairs(gs)
+        after_full = ask_all(gs, methods, qs)
     counts = gs.db.read_one(
         "MATCH (c:Chunk) WITH count(c) AS chunks MATCH (e:Entity) RETURN chunks, count(e) AS entities"
     )
@@ -246,8 +199,10 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
         "ingest_stages": ingest_stages,
         "augment_seconds": round(augment_s, 1),
         "augment_stages": stages,
+        "walk_graphs_read_seconds": round(warm_s, 1),
         "methods": answers,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb_by_phase": rss.stop(),
         "neo4j_heap_used_mb": heap,
         "query_caches_mb": caches,
         "incremental": {
@@ -256,6 +211,12 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
             "augment_seconds": round(inc_s, 1),
             "augment_stages": inc,
             "share_of_full_augment": round(inc_s / augment_s, 3) if augment_s else None,
+            "full_augment_after_seconds": round(full_again_s, 1),
+            "layers_kept": {
+                k: round(len(whole[k] & updated.get(k, set())) / len(whole[k]), 4) for k in whole if whole[k]
+            },
+            "recall@5_after_increment": {m: a["recall@5"] for m, a in after_inc.items()},
+            "recall@5_after_full_augment": {m: a["recall@5"] for m, a in after_full.items()},
         },
     }
 
@@ -294,7 +255,21 @@ def markdown(data: dict) -> str:
         "+1% documents: augment s (share of full)",
         [f"{r['incremental']['augment_seconds']} ({r['incremental']['share_of_full_augment']})" for r in runs],
     )
+    for stage in runs[-1]["incremental"]["augment_stages"]:
+        row(
+            f"&nbsp;&nbsp;+1%: {stage}",
+            [_inc_stage(r["incremental"]["augment_stages"].get(stage)) for r in runs],
+        )
+    row(
+        "+1%: updated top-k layers' pairs in a full run's",
+        [", ".join(f"{k} {v}" for k, v in r["incremental"]["layers_kept"].items()) for r in runs],
+    )
+    row("walk graphs read after augment, s", [str(r.get("walk_graphs_read_seconds")) for r in runs])
     row("peak Python RSS MB", [str(r["peak_rss_mb"]) for r in runs])
+    row(
+        "&nbsp;&nbsp;by phase",
+        [", ".join(f"{k} {v}" for k, v in r.get("peak_rss_mb_by_phase", {}).items()) for r in runs],
+    )
     row("Neo4j heap used MB", [str(r["neo4j_heap_used_mb"]) for r in runs])
     row("query caches MB", [", ".join(f"{k} {v}" for k, v in r["query_caches_mb"].items()) for r in runs])
     out += [
@@ -312,7 +287,28 @@ def markdown(data: dict) -> str:
                 f"{x['recall@5']:.3f} · {x['p50_ms']:.0f} / {x['p95_ms']:.0f} ({x['p50_ms'] / v['p50_ms']:.1f}x)"
             )
         row(m, cells)
+    out += [
+        "",
+        "Recall@5 after the +1% documents: with the increment's augment (whole-graph stages deferred, top-k "
+        "layers updated in place) → after a full augment of the same graph.",
+        "",
+        f"| method | {sizes} |",
+        sep,
+    ]
+    for m in runs[0]["methods"]:
+        row(m, [_after(r["incremental"], m) for r in runs])
     return "\n".join(out) + "\n"
+
+
+def _inc_stage(s: dict | None) -> str:
+    if s is None:
+        return ""
+    return f"{s['seconds']:.1f} s" + (" deferred" if s.get("deferred") else f" {s['path']}" if s.get("path") else "")
+
+
+def _after(inc: dict, m: str) -> str:
+    a, b = inc.get("recall@5_after_increment", {}).get(m), inc.get("recall@5_after_full_augment", {}).get(m)
+    return "" if a is None or b is None else f"{a:.3f} → {b:.3f}"
 
 
 def plot(data: dict) -> None:

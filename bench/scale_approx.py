@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 from common import RESULTS, machine
-from scale import BUDGET, DEV, METHODS, TOP_K, UNCAPPED
+from scale import BUDGET, METHODS, TOP_K, UNCAPPED
+from scale_corpus import DEV
 
 from graphstrata.client import GraphStrata
 

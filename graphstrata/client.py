@@ -192,15 +192,18 @@ class GraphStrata:
         stages: list[str] | None = None,
         progress: bool = False,
         on_stage: Callable[[str, int, int], None] | None = None,
+        warm: bool = True,
         **params: Any,
     ) -> list:
         """Build the GDS/LLM layers (KNN graphs, core chunks, attributes, communities, summary tree …).
 
         `stages` picks some (default: all, in pipeline order); `params` override stage parameters
-        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts."""
+        (e.g. `beta=0.5`, `knn_k=5`, `k_neighbor=5`); `on_stage(name, i, n)` is called as each starts.
+        `warm`: then read the walk graphs this process's PPR questions use (a process that asks no
+        question, as the `graphstrata augment` command, skips it)."""
         from graphstrata.augment import AugmentContext, run
         from graphstrata.augment.params import AugmentParams
-        from graphstrata.retrieval.warmup import warm
+        from graphstrata.retrieval.warmup import warm as warm_walks
 
         unknown = sorted(set(params) - set(AugmentParams.model_fields))
         if unknown:
@@ -209,7 +212,8 @@ class GraphStrata:
         ctx = AugmentContext(self.db, self.embedder, self.settings, progress=progress, llm=self.llm, params=params)
         reports = run(ctx, stages, on_stage)
         self.db.write(query("meta.touch"))
-        warm(self.db, self.settings.gds_concurrency)  # the first PPR question finds its projection built
+        if warm:
+            warm_walks(self.db, self.settings.gds_concurrency)  # the first PPR question finds its projection built
         return reports
 
     # --- questions ----------------------------------------------------------------------------

@@ -431,7 +431,8 @@ def test_similarity_layers_after_a_small_ingest_are_updated_in_place(ctx: Augmen
 
     whole = [*layered, "important_entities", "communities", "semantic_matching"]
     assert set(paths(run(ctx, whole)).values()) == {"exact"}
-    ctx.params = ctx.params.model_copy(update={"knn_incremental_max_share": 0.5})
+    # every node a candidate of every new one: the in-place update is exact
+    ctx.params = ctx.params.model_copy(update={"knn_incremental_max_share": 0.5, "knn_index_candidates": 1000})
     gs = GraphStrata(ctx.settings, db=ctx.db)
     gs.ingest_texts([("Nile", "The Nile flows through Cairo. Cairo is the capital of Egypt.")], IngestOptions())
     added = run(ctx, layered)

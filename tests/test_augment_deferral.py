@@ -33,15 +33,16 @@ def ctx(graph: Database, neo4j_settings: Settings) -> AugmentContext:
     return AugmentContext(graph, GraphStrata(neo4j_settings, db=graph).embedder, neo4j_settings)
 
 
-def noderag_layers(db: Database) -> tuple[list, list]:
-    """The whole-graph stages' nodes (ids and texts) and their relationships."""
+def deferred_layers(db: Database) -> tuple[list, list]:
+    """What the whole-graph stages write: NodeRAG's nodes (ids and texts) and their relationships, the
+    synonym links and DA-RAG's chunk layer."""
     nodes = db.read(
         "MATCH (n) WHERE n:Attribute OR n:Community OR n:HighLevel OR n:Overview "
         "RETURN labels(n)[0] AS l, n.id AS id, n.text AS text ORDER BY l, id"
     )
     rels = db.read(
-        "MATCH (a)-[r]-(b) WHERE (a:Attribute OR a:Community OR a:HighLevel OR a:Overview) AND type(r) <> 'SEMANTIC' "
-        "RETURN a.id AS a, type(r) AS t, b.id AS b ORDER BY a, t, b"
+        "MATCH (a)-[r]-(b) WHERE ((a:Attribute OR a:Community OR a:HighLevel OR a:Overview) AND type(r) <> 'SEMANTIC') "
+        "OR type(r) IN ['SYNONYM', 'CHUNK_RELATED'] RETURN a.id AS a, type(r) AS t, b.id AS b ORDER BY a, t, b"
     )
     return nodes, rels
 
@@ -56,14 +57,14 @@ def add(ctx: AugmentContext, title: str, text: str) -> None:
 
 def test_whole_graph_stages_wait_for_a_share_of_new_chunks_and_the_rest_update(ctx: AugmentContext) -> None:
     assert deferred(run(ctx)) == set()  # never run: whole
-    before = noderag_layers(ctx.db)
-    assert before[0], "the corpus gives NodeRAG layers to keep"
+    before = deferred_layers(ctx.db)
+    assert before[0] and "CHUNK_RELATED" in {r["t"] for r in before[1]}, "the corpus gives layers to keep"
 
     add(ctx, "doc 24", "Emmy Noether visited Gottingen in 1915. Alan Turing met her in Paris.")  # 1 of 24 chunks
     reports = {r.stage: r for r in run(ctx)}
     assert deferred(reports.values()) == set(WHOLE_GRAPH)
     assert reports["communities"].counts == {"changed_chunks": 1, "chunks_at_full_run": 24}
-    assert noderag_layers(ctx.db) == before  # kept as the full run wrote them
+    assert deferred_layers(ctx.db) == before  # kept as the full run wrote them
     new_chunk = "MATCH (c:Chunk {doc_title: 'doc 24'})-[:SIMILAR {kind: 'semantic'}]-() RETURN count(*) AS n"
     assert ctx.db.read_one(new_chunk)["n"] > 0  # the top-k layers took the new document
     noether = "MATCH (e:Entity)-[:SIMILAR {kind: 'semantic'}]-() WHERE e.name CONTAINS 'Noether' RETURN count(*) AS n"
@@ -76,9 +77,9 @@ def test_whole_graph_stages_wait_for_a_share_of_new_chunks_and_the_rest_update(c
     ctx.params = ctx.params.model_copy(update={"defer_share": 0.05, "knn_incremental": False, "knn_k": 4})
     assert deferred(run(ctx)) == set(WHOLE_GRAPH)  # nothing changed that shapes them
     ctx.params = ctx.params.model_copy(update={"min_community_texts": 2})
-    assert deferred(run(ctx)) == {"important_entities", "semantic_matching"}
+    assert deferred(run(ctx)) == set(WHOLE_GRAPH) - {"communities"}
     ctx.params = ctx.params.model_copy(update={"kmeans_sample": 1000, "betweenness_samples": 5})
-    assert deferred(run(ctx)) == {"communities"}
+    assert deferred(run(ctx)) == set(WHOLE_GRAPH) - {"semantic_matching", "important_entities"}
 
     # changes add up from the last full run (25 chunks): 1 more is 4%, 2 more 8% (> 5%)
     add(ctx, "doc 25", "Lise Meitner visited Berlin in 1907.")

@@ -330,6 +330,21 @@ def test_truncated_candidate_subgraph_is_ordered_and_reported(sgrag) -> None:
     assert answers(cut) == {"alice", "dave"}
 
 
+def test_candidate_edges_are_capped_keeping_the_anchors_edges_first(sgrag, kg: Database) -> None:
+    graph = qg(("Paris", ""), ("Acme Corporation", ""))
+    full = sgrag.retrieve("q", query_graph=graph)
+    at_anchors = kg.read_one(
+        "MATCH (a:Entity)-[r:RELATED]-(:Entity) WHERE a.name IN ['Paris', 'Acme Corporation'] "
+        "RETURN count(DISTINCT r) AS n"
+    )["n"]
+    assert "truncated_edges" not in full.notes and full.notes["candidate_edges"] > at_anchors
+    cut = sgrag.retrieve("q", query_graph=graph, max_edges=at_anchors)
+    assert "truncated_edges" in cut.notes and cut.notes["candidate_edges"] == at_anchors
+    assert answers(cut) == answers(full) == {"alice", "dave"}  # the star's edges are all at the anchors
+    fewer = sgrag.retrieve("q", query_graph=graph, max_edges=at_anchors - 1)
+    assert fewer.notes["candidate_edges"] == at_anchors - 1
+
+
 def test_bad_query_graph_rejected(sgrag) -> None:
     from graphstrata.retrieval.base import RetrievalError
 

@@ -3,12 +3,17 @@
 NodeRAG's important entities (k-core and betweenness over all of G1), its communities (Leiden) and
 its semantic matching (K-means over S/A/H) are functions of the whole graph: no part of them can be
 updated for a few new documents without running them again, and together they are half of a full
-augment. After an ingest that changed under ``defer_share`` of the chunks their last full run saw,
-each keeps what that run wrote and says so in its report (``deferred``): the new documents' entities
-are not yet candidates for important entities, nor members of a community or a K-means group, until
-the next full run, which comes by itself once the changes since pass the share (or at once with
-``graphstrata augment --full``, ``defer_share=0``). The other layers are updated for the new
-documents on every run. bench/scale.py measures what a deferred state costs in Recall@5.
+augment. DA-RAG's chunk layer (§4.1) is one too: a new relation between two old entities changes
+the weight of old chunk pairs, and an entity that crosses ``darag_hub_mentions`` leaves every pair
+it made. Entity synonyms compare every pair of names (string rules and embeddings).
+
+After an ingest that changed under ``defer_share`` of the chunks their last full run saw, each keeps
+what that run wrote and says so in its report (``deferred``): the new documents' entities are not yet
+candidates for important entities, members of a community or a K-means group, or linked to their
+synonyms, and their chunks have no DA-RAG chunk edges, until the next full run — which comes by itself
+once the changes since pass the share (or at once with ``graphstrata augment --full``,
+``defer_share=0``). The top-k layers, descriptions, core chunks and summary trees are updated for the
+new documents on every run. bench/scale.py measures what a deferred state costs in Recall@5.
 
 A run records, per stage, the chunk count it saw, the database's clock at its start and a
 fingerprint of the parameters that shape its layer: a change of those (or of LLM) means a full run.
@@ -28,9 +33,11 @@ from graphstrata.cypher import query
 #: the stages that run whole or not at all (graphstrata/augment/noderag.py), and the parameters that
 #: shape each one's layer
 WHOLE_GRAPH = {
+    "entity_synonyms": ("synonym_threshold", "knn_exact_max_nodes", "ann_cell_size", "ann_nprobe"),
     "important_entities": ("betweenness_samples",),
     "communities": ("min_community_texts", "max_high_level"),
     "semantic_matching": ("kmeans_sample",),
+    "darag_chunk_edges": ("darag_hub_mentions", "darag_chunk_links"),
 }
 
 

@@ -8,14 +8,16 @@ the nodes they reach are read:
 
 1. each new node x asks each label's vector index for its nearest ``candidates``; its list is the
    best k of them;
-2. an old node y among x's candidates takes x if x beats the k-th of y's own list (the best k of
+2. an old node y among x's nearest ``candidates`` takes x if x beats the k-th of y's own list (the best k of
    y's stored pairs, which were the best k among the old nodes) or that list is short; y's new list
    is the best k of both;
 3. a pair that left y's list stays stored only if it is in its other end's list (the layer is the
    union of every node's list, each pair once).
 
-With ``candidates`` at least the node count this is the full run's layer (tests/test_augment.py
-checks it); above, HNSW's recall at ``candidates`` bounds what x and the nodes it reaches can miss.
+With ``candidates`` (``knn_index_candidates``) at least the node count this is the full run's layer
+(tests/test_augment.py checks it); below, x misses what HNSW's search at that beam misses, and an old
+node misses x when it is not among x's nearest ``candidates`` (bench/scale.py measures the layer
+against a full run's).
 Ties at a k-th score are broken by id, as the full run does. KET-RAG's lexical layer (shared keywords)
 takes the same steps with exact candidates: every chunk that shares a keyword with a new one.
 """
@@ -23,9 +25,10 @@ takes the same steps with exact candidates: every chunk that shares a keyword wi
 from __future__ import annotations
 
 import itertools
+import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import sparse
@@ -44,6 +47,8 @@ class Delta:
     write: list[dict]
     delete: list[dict]
     new_nodes: int
+    reached: int = 0  # old nodes among the new nodes' candidates (their lists were read)
+    seconds: dict[str, float] = field(default_factory=dict)  # finding candidates, reading lists
 
 
 def best_k(scores: dict[str, float], k: int) -> list[str]:
@@ -64,9 +69,9 @@ def _stored(db: Database, stored: str, ids: set[str], params: dict) -> dict[str,
 Offers = Callable[[list[tuple[str, list[float]]]], dict[str, dict[str, float]]]
 
 
-def index_offers(db: Database, labels: list[str], k: int) -> Offers:
-    """Candidates of new nodes ((id, vector) rows) from each label's vector index: id -> {node: cosine}."""
-    from graphstrata.retrieval.base import hnsw_candidates
+def index_offers(db: Database, labels: list[str], candidates: int) -> Offers:
+    """Candidates of new nodes ((id, vector) rows): their nearest ``candidates`` in each label's vector
+    index, id -> {node: cosine}."""
 
     def offers(new: list[tuple[str, list[float]]]) -> dict[str, dict[str, float]]:
         offered: dict[str, dict[str, float]] = defaultdict(dict)
@@ -78,7 +83,7 @@ def index_offers(db: Database, labels: list[str], k: int) -> Offers:
                     ["a", "b", "score"],
                     rows=rows,
                     index=VECTOR_INDEXES[label],
-                    candidates=hnsw_candidates(k),
+                    candidates=candidates,
                 )
                 for a, b, s in found:
                     offered[a][b] = float(s)
@@ -129,12 +134,14 @@ def update_layer(
     n_now: int,
     max_share: float,
     offers: Offers,
+    reverse: int,
     **params: str,
 ) -> Delta | None:
     """The changes that bring a layer up to the ``n_now`` embedded nodes now, or None when the ingest
     since did more than add nodes or added more than ``max_share`` of them (a full run is needed).
     Only additions leave the nodes with an edge of the layer as they were (``linked_then``, counted
-    when it was written): a deleted node with an edge lowers the count."""
+    when it was written): a deleted node with an edge lowers the count. A new node's list is the best
+    k of all its ``offers``; the old nodes it may enter the lists of are its best ``reverse``."""
     if linked(db, stored, labels, **params) != linked_then:
         return None
     new = db.read_rows(query(f"augment.{stored}_new"), ["id", "embedding"], labels=labels, **params)
@@ -143,23 +150,27 @@ def update_layer(
     if not new:
         return Delta([], [], 0)
     fresh = {i for i, _ in new}
+    t = time.perf_counter()
     offered = offers(new)
+    seconds = {"offers": time.perf_counter() - t}
+    t = time.perf_counter()
     lists = {x: best_k(offered[x], k) for x in fresh}
     # old nodes a new node reached: their own lists, and what the new nodes offer them
     reached: dict[str, dict[str, float]] = defaultdict(dict)
     for x in fresh:
-        for y, s in offered[x].items():
+        for y in best_k(offered[x], reverse):
             if y not in fresh:
-                reached[y][x] = s
+                reached[y][x] = offered[x][y]
     mine = _stored(db, stored, set(reached), params)
     dropped: set[Pair] = set()
-    for y, offers in reached.items():
+    for y, offer in reached.items():
         own = best_k(mine[y], k)
-        lists[y] = best_k({z: mine[y][z] for z in own} | offers, k)
+        lists[y] = best_k({z: mine[y][z] for z in own} | offer, k)
         dropped |= {(y, z) for z in own if z not in lists[y]}
     # a pair left by one end stays if the other end keeps it
     others = {z for _, z in dropped if z not in lists}
     lists |= {z: best_k(pairs, k) for z, pairs in _stored(db, stored, others, params).items()}
+    seconds["lists"] = time.perf_counter() - t
     gone = {(min(y, z), max(y, z)) for y, z in dropped if y not in lists[z] and z not in lists[y]}
     score = {(x, b): s for x in offered for b, s in offered[x].items()}
     write: dict[Pair, float] = {}
@@ -174,4 +185,6 @@ def update_layer(
         write=[{"a": a, "b": b, "score": s} for (a, b), s in write.items()],
         delete=[{"a": a, "b": b} for a, b in sorted(gone)],
         new_nodes=len(fresh),
+        reached=len(reached),
+        seconds={k: round(v, 2) for k, v in seconds.items()},
     )

@@ -43,6 +43,13 @@ class AugmentParams(BaseModel):
         description="chunk_knn, entity_similarity, semantic_edges: after an ingest that only added nodes, update "
         "the stored top-k layer from the new nodes' vector-index neighbours (graphstrata/augment/knn_index.py)",
     )
+    knn_index_candidates: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description="knn_incremental: each new node's nearest this many per vector index (HNSW's beam) are its "
+        "candidates, and the old nodes whose lists it may enter",
+    )
     knn_incremental_max_share: float = Field(
         0.1, gt=0, le=1, description="knn_incremental: a full run when more than this share of the nodes is new"
     )
@@ -50,7 +57,8 @@ class AugmentParams(BaseModel):
         0.05,
         ge=0,
         le=1,
-        description="important_entities, communities, semantic_matching: kept from their last full run while "
+        description="entity_synonyms, important_entities, communities, semantic_matching, darag_chunk_edges: kept "
+        "from their last full run while "
         "the chunks ingested or deleted since are at most this share of the chunks it saw "
         "(graphstrata/augment/deferral.py); 0: always run whole (`graphstrata augment --full`)",
     )

@@ -64,7 +64,7 @@ def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: 
     n = ctx.db.read_one(query("augment.embedded_count"), labels=labels)["n"]
     p = ctx.params
     approximate = n > p.knn_exact_max_nodes
-    offers = index_offers(ctx.db, labels, k)
+    offers = index_offers(ctx.db, labels, p.knn_index_candidates)
     if (layer := in_place(ctx, name, f"knn:{k}", k, stored, labels, n, offers, **params)) is not None:
         return layer
     if approximate and p.knn_approximate == "gds":
@@ -97,9 +97,8 @@ def in_place(
     _set_state(ctx, name, "writing")
     if not (p.knn_incremental and prior and prior["state"] == state and then and then["state"]):
         return None
-    delta = update_layer(
-        ctx.db, stored, labels, k, int(then["state"]), n, p.knn_incremental_max_share, offers, **params
-    )
+    share, reverse = p.knn_incremental_max_share, p.knn_index_candidates
+    delta = update_layer(ctx.db, stored, labels, k, int(then["state"]), n, share, offers, reverse, **params)
     return None if delta is None else Layer([], state, "index", delta)
 
 
@@ -109,7 +108,13 @@ def write_layer(ctx: AugmentContext, layer: Layer, edges: str, **params: str) ->
         return replace_edges(ctx, layer.rows, edges, **params)
     ctx.db.write_batches(query(f"augment.delete_{edges}_pairs"), layer.delta.delete, **params)
     ctx.db.write_batches(query(f"augment.write_{edges}"), layer.delta.write, **params)
-    return {"written": len(layer.delta.write), "deleted": len(layer.delta.delete), "new_nodes": layer.delta.new_nodes}
+    d = layer.delta
+    return {"written": len(d.write), "deleted": len(d.delete), "new_nodes": d.new_nodes, "reached": d.reached}
+
+
+def timing(layer: Layer, prefix: str = "") -> dict[str, dict[str, float]]:
+    """An in-place update's seconds (finding candidates, reading stored lists) for a stage's notes."""
+    return {f"{prefix}seconds": layer.delta.seconds} if layer.delta is not None else {}
 
 
 def layer_written(ctx: AugmentContext, name: str, layer: Layer, stored: str, labels: list[str], **params: str) -> None:
@@ -214,7 +219,13 @@ def chunk_knn(ctx: AugmentContext) -> StageReport:
             "written": changed["written"] + changed_lexical["written"],
             "deleted": changed["deleted"] + changed_lexical["deleted"],
         },
-        notes={"k": k, "path": semantic.path, "lexical_path": lexical.path},
+        notes={
+            "k": k,
+            "path": semantic.path,
+            "lexical_path": lexical.path,
+            **timing(semantic),
+            **timing(lexical, "lexical_"),
+        },
     )
 
 
@@ -241,7 +252,7 @@ def entity_similarity(ctx: AugmentContext) -> StageReport:
     return StageReport(
         stage="entity_similarity",
         counts={**({"edges": len(layer.rows)} if layer.delta is None else {}), **changed},
-        notes={"k_neighbor": k, "path": layer.path},
+        notes={"k_neighbor": k, "path": layer.path, **timing(layer)},
     )
 
 
@@ -266,7 +277,7 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
         {"k": k, "path": layer.path} if graph == "knn" else {"m": HNSW_M, "ef": HNSW_EF}
     )
     edges = {"edges": len(layer.rows)} if layer.delta is None else {}
-    return StageReport(stage="semantic_edges", counts={**edges, **changed}, notes=notes)
+    return StageReport(stage="semantic_edges", counts={**edges, **changed}, notes=notes | timing(layer))
 
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:

@@ -421,7 +421,8 @@ def augment(
 
     try:
         with GraphStrata() as gs:
-            reports = gs.augment(stage or None, progress=console.is_terminal, on_stage=on_stage, **params)
+            # no question follows in this process: the walk graphs are read by the server or client that asks
+            reports = gs.augment(stage or None, progress=console.is_terminal, on_stage=on_stage, warm=False, **params)
     except (ConnectionError_, ValueError, GDSError) as e:
         _fail(str(e))
     from graphstrata.output import print_summary

@@ -27,18 +27,22 @@ ORDER BY links DESC, weight DESC, id
 LIMIT $limit;
 
 // name: induced
-// The candidate subgraph: the entities and the RELATED edges among them (an entity a deletion is
-// taking apart, its name gone, is neither a node nor an edge's end).
+// The candidate subgraph's entities (an entity a deletion is taking apart, its name gone, is none).
 MATCH (e:Entity)
 WHERE e.id IN $ids AND e.name IS NOT NULL
-OPTIONAL MATCH (e)-[r:RELATED]->(b:Entity)
-WHERE b.id IN $ids AND b.name IS NOT NULL
 RETURN e.id AS id, e.name AS name, coalesce(e.normalized, toLower(e.name)) AS normalized,
-       coalesce(e.type, '') AS type, coalesce(e.description, '') AS description,
-       [x IN collect(CASE WHEN r IS NULL THEN NULL
-                          ELSE {dst: b.id, predicate: coalesce(r.predicate, 'related'),
-                                description: coalesce(r.description, ''), weight: coalesce(r.weight, 1.0)} END)
-        WHERE x IS NOT NULL] AS out;
+       coalesce(e.type, '') AS type, coalesce(e.description, '') AS description;
+
+// name: induced_edges
+// The RELATED edges among the candidate subgraph's entities, at most $limit: those at the anchors
+// first, then the heaviest (a hub such as a year brings thousands, and matching grows with their
+// square), then by their ends and predicate for ties.
+MATCH (e:Entity)-[r:RELATED]->(b:Entity)
+WHERE e.id IN $ids AND b.id IN $ids AND e.name IS NOT NULL AND b.name IS NOT NULL
+WITH e.id AS src, b.id AS dst, coalesce(r.predicate, 'related') AS predicate, r
+RETURN src, dst, predicate, coalesce(r.description, '') AS description, coalesce(r.weight, 1.0) AS weight
+ORDER BY (src IN $anchors OR dst IN $anchors) DESC, weight DESC, src, dst, predicate
+LIMIT $limit;
 
 // name: entity_chunks
 // Source chunks of entities (MENTIONS), for provenance and Recall@k (sgrag_context.py orders them).

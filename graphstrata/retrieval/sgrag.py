@@ -98,6 +98,13 @@ class SGRAGParams(RetrieverParams):
     )
     directed: bool = Field(False, description="respect edge direction when matching")
     max_nodes: int = Field(2000, ge=10, le=100000, description="cap on the candidate subgraph's entities")
+    max_edges: int = Field(
+        2000,
+        ge=1,
+        le=1_000_000,
+        description="cap on the candidate subgraph's edges: those at the anchors first, then the heaviest (a hub "
+        "entity such as a year brings thousands, and matching grows with their square)",
+    )
     max_matches: int = Field(200, ge=1, le=10000, description="cap on matches per assembled path set")
     dominance: bool = Field(
         True,
@@ -423,15 +430,17 @@ class SGRAGRetriever(Retriever):
             seen.extend(frontier)
         rows = self.db.read(query("sgrag.induced"), ids=seen)
         info = {r["id"]: r for r in rows}
+        found = self.db.read(query("sgrag.induced_edges"), ids=seen, anchors=anchors, limit=p.max_edges + 1)
+        if len(found) > p.max_edges:
+            notes["truncated_edges"] = f"kept the {p.max_edges} edges at the anchors or heaviest (max_edges)"
+            found = found[: p.max_edges]
         edges: list[Edge] = []
         edge_info: dict[tuple, dict[str, Any]] = {}
-        for r in rows:
+        for o in found:
             # each node's properties are read once, so a deletion between two reads of one node can
             # leave an edge whose end has no row: the edge goes with it
-            for o in (o for o in r["out"] if o["dst"] in info):
-                e = Edge(r["id"], o["dst"], o["predicate"])
-                if (e.src, e.dst, e.relation) not in edge_info:
-                    edges.append(e)
-                    edge_info[(e.src, e.dst, e.relation)] = o
+            if o["src"] in info and o["dst"] in info and (o["src"], o["dst"], o["predicate"]) not in edge_info:
+                edges.append(Edge(o["src"], o["dst"], o["predicate"]))
+                edge_info[(o["src"], o["dst"], o["predicate"])] = o
         graph = DataGraph({r["id"]: r["normalized"] for r in rows}, edges)
         return graph, info, edge_info
