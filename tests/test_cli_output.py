@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner, Result
 
+from graphstrata.augment.deferral import WHOLE_GRAPH
 from graphstrata.cli import app
 from graphstrata.cli.common import UNWRAPPED, LogProgress, OutConsole, first_sentence
 from graphstrata.cli.documents import print_page_line
@@ -124,6 +125,15 @@ def test_augment_results_follow_its_progress_lines(cli: Invoke, graph: Database,
     started = [m.group(1) for m in re.finditer(r"^augment \d+/\d+: (\S+) …$", result.stderr, re.M)]
     results = [m.group(1) for m in re.finditer(r"^  (\S+):$", result.stdout, re.M)]
     assert len(started) > 5 and results == started
+    # after one more document the whole-graph stages keep their layers (here whatever changed), and say so;
+    # --full runs them
+    (corpus.parent / "more.txt").write_text("Grace Hopper visited Arlington in 1952 with Howard Aiken.")
+    assert cli("ingest", str(corpus.parent / "more.txt"), "--extractor", "spacy", "--quiet").exit_code == 0
+    kept = cli("augment", "--param", "defer_share=1")
+    assert kept.exit_code == 0, kept.output
+    assert kept.stdout.count("deferred: ") == len(WHOLE_GRAPH), kept.stdout
+    full = cli("augment", "--full", "--param", "defer_share=1")
+    assert full.exit_code == 0 and "deferred" not in full.stdout, full.stdout
 
 
 # ------------------------------------------------------------------------------------------------

@@ -386,8 +386,9 @@ def augment(
         bool,
         typer.Option(
             "--full",
-            help="Run the whole-graph stages (important_entities, communities, semantic_matching) even after a "
-            "small ingest, which they otherwise skip until 5% of the chunks changed (defer_share).",
+            help="Run the whole-graph stages (entity_synonyms, important_entities, communities, semantic_matching, "
+            "darag_chunk_edges) even after a small ingest, which they otherwise keep from their last full run until "
+            "5% of the chunks changed (defer_share).",
         ),
     ] = False,
     list_stages: Annotated[bool, typer.Option("--list", help="List the stages in order and exit.")] = False,
