@@ -75,3 +75,11 @@ def paired_bootstrap(
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(means, [tail, 100 - tail])
     return {"diff": float(diff.mean()), "lo": float(lo), "hi": float(hi), "resamples": resamples, "seed": seed}
+
+
+def clear_question_caches(gs: GraphStrata) -> None:
+    """Forget the questions' embeddings and entities, so that the next call pays for its own."""
+    from graphstrata.retrieval.linking import clear_cache as clear_question_entities
+
+    getattr(gs.embedder, "clear_cache", lambda: None)()
+    clear_question_entities()

@@ -35,14 +35,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, ROOT, machine, paired_bootstrap
+from common import RESULTS, ROOT, clear_question_caches, machine, paired_bootstrap
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import get_settings
 from graphstrata.ingest.load import SourceDocument
 from graphstrata.ingest.options import IngestOptions
 from graphstrata.retrieval.base import available_methods
-from graphstrata.retrieval.linking import clear_cache as clear_question_entities
 
 # Latency counts embedding the question: the on-disk vector cache would answer repeated runs' questions.
 os.environ.setdefault("GRAPHSTRATA_EMBED_CACHE", "false")
@@ -274,12 +273,6 @@ def passages(gs: GraphStrata, name: str) -> dict[str, str]:
     return {
         r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
     }
-
-
-def clear_question_caches(gs: GraphStrata) -> None:
-    """Forget the questions' embeddings and entities, so that the next call pays for its own."""
-    getattr(gs.embedder, "clear_cache", lambda: None)()
-    clear_question_entities()
 
 
 def score(res, passage: dict[str, str], q: dict) -> dict:
