@@ -95,9 +95,9 @@ VARIANTS = {
     "fusion-graph": ("fusion", {"methods": ["hipporag", "noderag", "ketrag", "darag"]}),
     # fusion's earlier default (now: the two PPR walks, hipporag and noderag)
     "fusion-all": ("fusion", {"methods": ["vector", "fulltext", "hipporag", "noderag", "ketrag", "e2graphrag"]}),
-    "ketrag@paper": ("ketrag", {"budget": 12_000}),
+    "ketrag@paper": ("ketrag", {"budget": 12_000, "seed_mentions": False}),
     "ketrag-keyword@paper": ("ketrag-keyword", {"budget": 12_000}),
-    "ketrag-skeleton@paper": ("ketrag-skeleton", {"budget": 12_000}),
+    "ketrag-skeleton@paper": ("ketrag-skeleton", {"budget": 12_000, "seed_mentions": False}),
     # KET-RAG and its channels under the common item cap too (ketrag splits it by lambda)
     "ketrag@topk": ("ketrag", {"top_k": TOP_K}),
     "ketrag-keyword@topk": ("ketrag-keyword", {"top_k": TOP_K}),

@@ -319,6 +319,28 @@ DESCRIBED = [
 ]
 
 
+def test_entities_the_question_names_seed_the_skeleton_first(
+    graph: Database, neo4j_settings: Settings, tmp_path
+) -> None:
+    # seed_mentions: the graph entities the question names (the shared query linking) lead the seeds,
+    # however far their embeddings are; without it the seeds are the embedding's nearest alone
+    import json
+
+    path = tmp_path / "described.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in DESCRIBED) + "\n")
+    gs = GraphStrata(neo4j_settings, db=graph)
+    gs.ingest_extractions(path, IngestOptions())
+    gs.augment(["entity_descriptions"])
+    question = "Who invented the self-sealing tin can sold in Ohio?"
+    plain = gs.retrieve(question, "ketrag-skeleton", seed_entities=2, budget=2000, seed_mentions=False)
+    assert "Ohio" not in plain.notes["seeds"] and "mention" not in plain.notes["seeds_matched_by"]
+    named = gs.retrieve(question, "ketrag-skeleton", seed_entities=2, budget=2000)
+    assert named.notes["seeds"] == ["Ohio", *plain.notes["seeds"]]
+    assert named.notes["seeds_matched_by"]["mention"] == 1
+    # its relation (Tin Can Museum; located in; Ohio) joins two seeds now: it leads the relations
+    assert [i.text for i in named.items if i.label == "Relation"][0].startswith("(Tin Can Museum; located in; Ohio)")
+
+
 def test_skeleton_seeds_are_matched_by_their_written_descriptions(
     graph: Database, neo4j_settings: Settings, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

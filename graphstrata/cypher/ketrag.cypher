@@ -38,7 +38,16 @@ CALL () {
   WITH 1 AS one WHERE $skeleton
   SEED_ENTITIES
 }
-WITH collect({id: id, name: name, description: description, score: score, matched_by: matched_by}) AS seeds
+WITH collect({id: id, name: name, description: description, score: score, matched_by: matched_by}) AS found
+// the entities the question names ($mentioned, seed_mentions), first
+CALL () {
+  UNWIND range(0, size($mentioned) - 1) AS i
+  MATCH (e:Entity {id: $mentioned[i]}) WHERE e.name IS NOT NULL
+  WITH e ORDER BY i
+  RETURN collect({id: e.id, name: e.name, description: coalesce(e.description, ''), score: 1.0,
+                  matched_by: 'mention'}) AS named
+}
+WITH named + [s IN found WHERE NOT s.id IN [x IN named | x.id]] AS seeds
 CALL (seeds) {
   WITH [s IN seeds | s.id] AS ids
   MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)

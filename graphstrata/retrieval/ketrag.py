@@ -32,6 +32,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
+from graphstrata.retrieval.linking import link_entities, question_entities
 from graphstrata.schema import graph_indexes
 from graphstrata.text.tokens import count_tokens
 
@@ -66,6 +67,11 @@ class KETRAGParams(RetrieverParams):
         "budget, not the channel's: the candidates ranked do not shrink as lambda grows)",
     )
     max_keywords: int = Field(50, ge=1, le=500, description="at most this many seed keywords")
+    seed_mentions: bool = Field(
+        True,
+        description="also seed the skeleton with the graph entities the question names (the shared query "
+        "linking), first; the paper seeds by embedding similarity alone (False; bench/results/variants.md)",
+    )
 
 
 @register
@@ -87,8 +93,13 @@ class KETRAGRetriever(Retriever):
             keyword_cap = p.top_k - skeleton_cap
             if skeleton_cap == 0:
                 skeleton_budget = 0
+        mentioned: list[str] = []
+        if p.seed_mentions and skeleton_budget > 0:
+            with t.stage("mentions"):
+                names, _ = question_entities(question, self.settings, self.llm)
+                mentioned = [e.id for e in link_entities(self.db, names).entities]
         with t.stage("read"):
-            ctx = self._question_context(vector, p, skeleton=skeleton_budget > 0, keywords=lam < 1)
+            ctx = self._question_context(vector, p, skeleton=skeleton_budget > 0, keywords=lam < 1, mentioned=mentioned)
         items: list[ContextItem] = []
         notes: dict[str, Any] = {"lambda": lam}
         if skeleton_budget > 0:
@@ -115,7 +126,9 @@ class KETRAGRetriever(Retriever):
         items = text + graph
         return Retrieved(items, Subgraph(nodes=[i.node_id for i in items]), notes)
 
-    def _question_context(self, vector: list[float], p: KETRAGParams, skeleton: bool, keywords: bool) -> dict:
+    def _question_context(
+        self, vector: list[float], p: KETRAGParams, skeleton: bool, keywords: bool, mentioned: list[str]
+    ) -> dict:
         """Seeds, their relations, the seed keywords and the graph's version, in one round trip
         (``ketrag.question_context``). Seeds are matched by description where the graph has the
         description index: a graph built before it (checked per connection and graph version,
@@ -138,6 +151,7 @@ class KETRAGRetriever(Retriever):
                 keyword_k=p.max_keywords,
                 keyword_candidates=hnsw_candidates(p.max_keywords),
                 vector=vector,
+                mentioned=mentioned,
             )
             return row
 
@@ -162,7 +176,9 @@ class KETRAGRetriever(Retriever):
                 label="Entity",
                 text=f"{s['name']}: {s['description']}" if s["description"] else s["name"],
                 score=s["score"],
-                why=f"seed entity (embedding of its {s['matched_by']})",
+                why="seed entity (named in the question)"
+                if s["matched_by"] == "mention"
+                else f"seed entity (embedding of its {s['matched_by']})",
             )
             for s in seeds
         ]
@@ -189,8 +205,9 @@ class KETRAGRetriever(Retriever):
         )
         adjacent = [_subchunk_item(s, f"sub-chunk of a chunk with {s['links']} links to seeds/relations") for s in subs]
         out += fit_items(adjacent, budget - used)[: None if cap is None else cap - len(out)]
-        matched = {"description": sum(s["matched_by"] == "description" for s in seeds)}
-        matched["name"] = len(seeds) - matched["description"]
+        matched = {how: sum(s["matched_by"] == how for s in seeds) for how in ("description", "name", "mention")}
+        if not matched["mention"]:
+            del matched["mention"]
         return out, {"seeds": [s["name"] for s in seeds], "seeds_matched_by": matched, "relations": len(chosen)}
 
     def _keyword(
