@@ -338,7 +338,8 @@ def test_entities_the_question_names_seed_the_skeleton_first(
     assert named.notes["seeds"] == ["Ohio", *plain.notes["seeds"]]
     assert named.notes["seeds_matched_by"]["mention"] == 1
     # its relation (Tin Can Museum; located in; Ohio) joins two seeds now: it leads the relations
-    assert [i.text for i in named.items if i.label == "Relation"][0].startswith("(Tin Can Museum; located in; Ohio)")
+    first = next(i.text for i in named.items if i.label == "Relation")
+    assert first.startswith("(Tin Can Museum; located in; Ohio)")
 
 
 def test_skeleton_seeds_are_matched_by_their_written_descriptions(
