@@ -201,10 +201,12 @@ RETURN count(n) AS n;
 
 // name: embedded_nodes
 // The nodes with $labels that have an embedding, by id (HNSW's insertion order is then seeded, not
-// the store's).
-MATCH (n:$any($labels)) WHERE n.embedding IS NOT NULL
+// the store's): a page of $limit after the id $after (graphstrata/augment/similarity.py `embedded`
+// reads them page by page, so neither heap holds every vector as a list at once).
+MATCH (n:$any($labels)) WHERE n.embedding IS NOT NULL AND n.id > $after
 RETURN n.id AS id, n.embedding AS embedding
-ORDER BY id;
+ORDER BY id
+LIMIT $limit;
 
 // name: write_semantic_edges
 UNWIND $rows AS r
