@@ -270,7 +270,7 @@ def fingerprint(gs: GraphStrata) -> dict[str, Any]:
     (vectors, timestamps and the lock counter aside), counts per label and type, keyword vectors."""
     nodes = gs.db.read(
         "MATCH (n) WHERE NOT n:GraphStrata "
-        "RETURN labels(n) AS labels, n {.*, embedding: null, ingested_at: null, _lock: null} AS p"
+        "RETURN labels(n) AS labels, n {.*, embedding: null, sum: null, ingested_at: null, _lock: null} AS p"
     )
     rels = gs.db.read(
         "MATCH (a)-[r]->(b) WHERE NOT a:GraphStrata AND NOT b:GraphStrata "
@@ -278,7 +278,10 @@ def fingerprint(gs: GraphStrata) -> dict[str, Any]:
     )
     node_lines = sorted(json.dumps([sorted(n["labels"]), n["p"]], sort_keys=True, default=str) for n in nodes)
     rel_lines = sorted(json.dumps([r["t"], r["a"], r["b"], r["p"]], sort_keys=True, default=str) for r in rels)
-    keywords = {r["id"]: r["v"] for r in gs.db.read("MATCH (k:Keyword) RETURN k.id AS id, k.embedding AS v")}
+    # a keyword's exact sum, and how far its indexed copy points from it (ingest.add_keywords: cosine >= 0.9999)
+    rows = gs.db.read("MATCH (k:Keyword) RETURN k.id AS id, k.sum AS v, k.embedding AS e")
+    keywords = {r["id"]: r["v"] for r in rows}
+    copies = [float(np.dot(r["v"], r["e"]) / np.linalg.norm(r["v"]) / np.linalg.norm(r["e"])) for r in rows]
     return {
         "labels": dict(sorted(Counter(label for n in nodes for label in n["labels"]).items())),
         "relationships": dict(sorted(Counter(r["t"] for r in rels).items())),
@@ -286,6 +289,7 @@ def fingerprint(gs: GraphStrata) -> dict[str, Any]:
         "_nodes": node_lines,
         "_rels": rel_lines,
         "_keywords": keywords,
+        "keyword_copy_min_cosine": min(copies, default=1.0),
     }
 
 
@@ -323,6 +327,7 @@ def compare(soak: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
         "counts_equal": soak["labels"] == ref["labels"] and soak["relationships"] == ref["relationships"],
         "graph_equal": soak["digest"] == ref["digest"],
         "keyword_vectors_max_relative_error": worst,
+        "keyword_copy_min_cosine": soak["keyword_copy_min_cosine"],
         "differences": (diff_nodes + diff_rels)[:10],
     }
 
@@ -433,6 +438,7 @@ def run_soak(
         and comparison["counts_equal"]
         and comparison["graph_equal"]
         and comparison["keyword_vectors_max_relative_error"] < 1e-4
+        and comparison["keyword_copy_min_cosine"] >= 0.9999 - 1e-6
         and counts["unchanged_rewritten"] == 0
         and not writer_errors
     )
@@ -528,7 +534,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"- Against a sequential ingest of the end state into the wiped instance ({data['reference']['seconds']} s): "
         f"counts per label and type {'equal' if c['counts_equal'] else 'DIFFERENT'}, whole graph "
         f"{'identical' if c['graph_equal'] else 'DIFFERENT'} (every node and relationship with its properties), "
-        f"keyword vectors within {c['keyword_vectors_max_relative_error']:.1e} (relative).",
+        f"keyword sums within {c['keyword_vectors_max_relative_error']:.1e} (relative), their indexed copies at "
+        f"cosine >= {c.get('keyword_copy_min_cosine', float('nan')):.6f} from them.",
         "",
         "| label / type | soaked | reference |",
         "|---|---:|---:|",
