@@ -257,7 +257,7 @@ def test_augment_on_aura_sessions_projects_remotely_and_writes_what_the_plugin_w
     with Database.from_settings(settings) as db:
         gs = GraphStrata(settings, db=db, embedder=augmented.embedder)
         # every layer computed again in the session (not updated in place from the plugin's)
-        gs.augment(knn_exact_max_nodes=0, knn_approximate="gds", knn_incremental=False)
+        gs.augment(knn_exact_max_nodes=0, knn_approximate="gds", knn_incremental=False, defer_share=0)
         by_session = layers(db)
         assert GDS(db, settings).remote
         with pytest.raises(RetrievalError, match="graph_filter='gds' runs GDS at query time"):

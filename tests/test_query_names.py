@@ -23,8 +23,10 @@ DYNAMIC = {
     'f"augment.{edges}_pairs"': ["augment.similar_pairs", "augment.semantic_edges_pairs"],
     'f"augment.delete_{edges}_pairs"': ["augment.delete_similar_pairs", "augment.delete_semantic_edges_pairs"],
     'f"augment.write_{edges}"': ["augment.write_similar", "augment.write_semantic_edges"],
-    # augment/similarity.py knn_rows: a top-k layer's stored pairs (stored = similar | semantic_edges)
-    'f"augment.{stored}_pairs"': ["augment.similar_pairs", "augment.semantic_edges_pairs"],
+    # augment/knn_index.py: a top-k layer's new nodes, stored lists and linked count (similar | semantic_edges)
+    'f"augment.{stored}_new"': ["augment.similar_new", "augment.semantic_edges_new"],
+    'f"augment.{stored}_lists"': ["augment.similar_lists", "augment.semantic_edges_lists"],
+    'f"augment.{stored}_linked"': ["augment.similar_linked", "augment.semantic_edges_linked"],
 }
 
 

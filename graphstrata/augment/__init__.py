@@ -174,8 +174,7 @@ def _run_stage(ctx: AugmentContext, name: str, defer: bool = True) -> StageRepor
 
     t = time.perf_counter()  # a stage's time includes its attempts a transient error ended
     if defer and (kept := deferral.deferred(ctx, name)) is not None:
-        kept.seconds = round(time.perf_counter() - t, 3)
-        return kept
+        return StageReport(stage=name, seconds=round(time.perf_counter() - t, 3), **kept)
     retried = transient_retries()
     for attempt in range(1, STAGE_ATTEMPTS + 1):
         with ctx.tracker.stage(name, None):  # elapsed time; item bars inside the stage add rate and time left

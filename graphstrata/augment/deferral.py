@@ -25,10 +25,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from graphstrata.augment import AugmentContext, StageReport
 from graphstrata.augment.params import AugmentParams
 from graphstrata.cypher import query
+
+if TYPE_CHECKING:  # the package imports this module when it runs a stage
+    from graphstrata.augment import AugmentContext
 
 #: the stages that run whole or not at all (graphstrata/augment/noderag.py), and the parameters that
 #: shape each one's layer
@@ -69,8 +72,9 @@ def _layer(name: str) -> str:
     return f"full_{name}"
 
 
-def deferred(ctx: AugmentContext, name: str) -> StageReport | None:
-    """The report of a deferred stage when its last full run saw nearly this corpus, else None (run it)."""
+def deferred(ctx: AugmentContext, name: str) -> dict[str, Any] | None:
+    """The report (counts, notes) of a deferred stage when its last full run saw nearly this corpus, else
+    None (run it)."""
     p = ctx.params
     assert isinstance(p, AugmentParams)
     if name not in WHOLE_GRAPH or p.defer_share <= 0:
@@ -84,14 +88,13 @@ def deferred(ctx: AugmentContext, name: str) -> StageReport | None:
     changed = now["fresh"] + removed
     if changed > p.defer_share * seen.chunks:
         return None
-    return StageReport(
-        stage=name,
-        counts={"changed_chunks": changed, "chunks_at_full_run": seen.chunks},
-        notes={
+    return {
+        "counts": {"changed_chunks": changed, "chunks_at_full_run": seen.chunks},
+        "notes": {
             "deferred": f"{changed} of {seen.chunks} chunks changed since the last full run "
             f"(defer_share {p.defer_share}): its layer is kept until then"
         },
-    )
+    }
 
 
 def starting(ctx: AugmentContext, name: str) -> Seen | None:

@@ -166,8 +166,11 @@ RETURN id AS a, z.id AS b, r.score AS score;
 // Each row's nearest nodes in the vector index $index (the new nodes of a top-k layer; the index holds
 // them too). The index scores (1 + cosine) / 2; the layers store the cosine.
 UNWIND $rows AS r
-CALL db.index.vector.queryNodes($index, $candidates, r.embedding) YIELD node, score
-WITH r, node, score WHERE node.id <> r.id
+CALL (r) {
+  CALL db.index.vector.queryNodes($index, $candidates, r.embedding) YIELD node, score
+  WITH node, score WHERE node.id <> r.id
+  RETURN node, score ORDER BY score DESC LIMIT $candidates
+}
 RETURN r.id AS a, node.id AS b, 2 * score - 1 AS score;
 
 // name: similar_linked
