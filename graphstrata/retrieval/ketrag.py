@@ -32,7 +32,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
-from graphstrata.retrieval.linking import link_entities, question_entities
+from graphstrata.retrieval.linking import mentioned_entities
 from graphstrata.schema import graph_indexes
 from graphstrata.text.tokens import count_tokens
 
@@ -96,8 +96,7 @@ class KETRAGRetriever(Retriever):
         mentioned: list[str] = []
         if p.seed_mentions and skeleton_budget > 0:
             with t.stage("mentions"):
-                names, _ = question_entities(question, self.settings, self.llm)
-                mentioned = [e.id for e in link_entities(self.db, names).entities]
+                mentioned = mentioned_entities(self.db, question, self.settings, self.llm)
         with t.stage("read"):
             ctx = self._question_context(vector, p, skeleton=skeleton_budget > 0, keywords=lam < 1, mentioned=mentioned)
         items: list[ContextItem] = []

@@ -152,6 +152,13 @@ def _lucene_words(name: str) -> str:
     return " AND ".join(f'"{w}"' for w in words[:8])
 
 
+def mentioned_entities(db: Database, question: str, settings: Settings, client: LLMClient | None = None) -> list[str]:
+    """The ids of the graph entities the question names: :func:`question_entities`, then
+    :func:`link_entities` (what KET-RAG's mention seeds and SG-RAG's widened fallback start from)."""
+    names, _ = question_entities(question, settings, client)
+    return [e.id for e in link_entities(db, names).entities]
+
+
 def link_entities(db: Database, names: list[str], per_name: int = 3) -> Linked:
     """Query entity names → KG entities (exact, else word-level full-text), plus their synonyms, and the
     overview titles that match them. Methods linking the same names at the same time (fusion's

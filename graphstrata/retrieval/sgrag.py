@@ -71,7 +71,7 @@ from graphstrata.retrieval.base import (
     hnsw_candidates,
     register,
 )
-from graphstrata.retrieval.linking import link_entities, question_entities
+from graphstrata.retrieval.linking import mentioned_entities
 from graphstrata.retrieval.sgrag_context import Nearby, subgraph_items
 from graphstrata.retrieval.sgrag_query import QUERY_GRAPH_PROMPT, QueryGraphSpec, spacy_query_graph
 from graphstrata.retrieval.shared import beside
@@ -406,8 +406,7 @@ class SGRAGRetriever(Retriever):
         mentioned in q^o"; offline the query graph's known nodes are a parse's guesses, and when the
         1-hop subgraph around them is empty (an anchor with no RELATED edge: most of a spaCy graph's
         entities) the question's other mentions are what is left to build it around."""
-        names, _ = question_entities(question, self.settings, self.llm)
-        linked = [e.id for e in link_entities(self.db, names).entities]
+        linked = mentioned_entities(self.db, question, self.settings, self.llm)
         return list(dict.fromkeys([*anchors, *linked]))
 
     def _candidate_subgraph(
