@@ -4,6 +4,7 @@ an empty graph, every method asked the dev questions at each size.
     python bench/scale.py [--sizes 2000,10000,50000] [--questions 100] [--methods ...]
     python bench/scale.py --approx-check       # approximate vs exact augment on the dev graphs
     python bench/scale.py --ivf-check          # inverted file vs exact on the last size's vectors
+    python bench/scale.py --sizes 50000 --keep-other-sizes   # one size again, the others' rows kept
 
 A corpus of n passages: hotpotqa_dev100's 994 passages (its 100 questions stay answerable at every
 size) plus n - 994 synthetic distractors drawn with a fixed seed: lengths sampled from the dev
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import tempfile
 import threading
 import time
@@ -53,6 +55,15 @@ def open_instance() -> GraphStrata:
     )
     Instance.from_settings(s).start()
     return GraphStrata(s)
+
+
+def commit() -> str:
+    """The checked-out commit (with ``+`` when the work tree has changes)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+
+    return git("rev-parse", "--short", "HEAD") + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def heap_used_mb(gs: GraphStrata) -> float | None:
@@ -245,6 +256,8 @@ def markdown(data: dict) -> str:
     def row(name: str, cells: list[str]) -> None:
         out.append(f"| {name} | " + " | ".join(cells) + " |")
 
+    if len({r.get("when") for r in runs}) > 1:  # sizes kept from other runs (--keep-other-sizes)
+        row("run at (commit)", [f"{r.get('when', '?')} ({r.get('commit', '?')})" for r in runs])
     row("chunks / entities", [f"{r['chunks']:,} / {r['entities']:,}" for r in runs])
     row("ingest ms/passage", [f"{1000 * r['ingest_seconds'] / r['passages']:.0f}" for r in runs])
     row("augment ms/passage", [f"{1000 * r['augment_seconds'] / r['passages']:.1f}" for r in runs])
@@ -349,6 +362,12 @@ def main() -> None:
         help="SECONDS: the instance already holds the (single) size's ingested graph, which took SECONDS",
     )
     ap.add_argument("--ivf-check", action="store_true", help="inverted file vs exact on the last size's vectors")
+    ap.add_argument(
+        "--keep-other-sizes",
+        action="store_true",
+        help="keep the runs of the sizes not given in --sizes from bench/results/scale.json (each row says "
+        "when and at which commit its size was run); default: the file holds this run's sizes only",
+    )
     args = ap.parse_args()
     if args.ivf_check:
         from scale_approx import ivf_check
@@ -360,10 +379,19 @@ def main() -> None:
         return approx()
     sizes = [int(s) for s in args.sizes.split(",")]
     data = {"machine": machine(), "load_average_at_start": list(os.getloadavg()), "questions": args.questions}
-    data["runs"] = []
+    kept = []
+    if args.keep_other_sizes and (RESULTS / "scale.json").exists():
+        before = json.loads((RESULTS / "scale.json").read_text())
+        kept = [r for r in before["runs"] if r["passages"] not in sizes]
+        for r in kept:
+            r.setdefault("when", before["machine"]["when"])
+            r.setdefault("load_average_at_start", before["load_average_at_start"])
+    data["runs"] = kept
     gs = open_instance()
     for n in sizes:
-        data["runs"].append(run_size(gs, n, args.methods.split(","), args.questions, args.reuse_ingest))
+        started = {"when": machine()["when"], "commit": commit(), "load_average_at_start": list(os.getloadavg())}
+        data["runs"].append(started | run_size(gs, n, args.methods.split(","), args.questions, args.reuse_ingest))
+        data["runs"].sort(key=lambda r: r["passages"])
         data["not_run"] = [s for s in SIZES if s not in [r["passages"] for r in data["runs"]]]
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "scale.json").write_text(json.dumps(data, indent=2))  # each size as it ends

@@ -234,11 +234,22 @@ class GDS:
             return Projection(full, result.node_count, result.relationship_count, reused=False, graph=graph)
 
     def _info(self, full: str) -> Any:
-        infos = self.client.graph.list(full)
-        return infos[0] if infos else None
+        """The projection's node and relationship counts and creation time, or None if there is none."""
+        if self.remote:  # the session's catalogue, not the database's
+            infos = self.client.graph.list(full)
+            return infos[0] if infos else None
+        row = self.db.read_one(query("gds.graph_info"), name=full)
+        if row is None:
+            return None
+        return _Info(row["node_count"], row["relationship_count"], row["creation_time"].to_native())
 
     def _existing(self, full: str, info: Any) -> Projection:
-        graph = self.client.graph.get(full)
+        if self.remote:
+            graph = self.client.graph.get(full)
+        else:  # the client's get() lists the catalogue entry whole first (see _info)
+            from graphdatascience.procedure_surface.cypher.catalog.graph_backend_cypher import get_graph
+
+            graph = get_graph(full, self.client._query_runner)
         return Projection(full, info.node_count, info.relationship_count, reused=True, graph=graph)
 
     def _stale(self, info: Any) -> bool:
@@ -285,6 +296,13 @@ class GDS:
         for batch in batched(rows, RESOLVE_BATCH):
             out += [dict(zip(returns, r, strict=True)) for r in self.db.read_rows(statement, returns, rows=batch)]
         return out
+
+
+@dataclass(frozen=True)
+class _Info:
+    node_count: int
+    relationship_count: int
+    creation_time: datetime
 
 
 def _full(name: str) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,7 @@ from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.cypher import query
 from graphstrata.gds import GDS
 from graphstrata.llm import ExtractionFailed
+from graphstrata.progress import Advance
 from graphstrata.summarize import prompt_statements, summarize
 from graphstrata.text.names import hid
 
@@ -49,6 +52,15 @@ Statements:
 {statements}"""
 #: Offline, without a model: the statements an extractive attribute is chosen from (each kind, by id).
 OFFLINE_ATTRIBUTE_ITEMS = 12
+#: With a model: all of them (a LIMIT Cypher takes), cut to the prompt's token limit by summarize()
+ALL_ITEMS = 2**31 - 1
+#: important entities whose statements are read, summarised and written together
+ATTRIBUTE_BATCH = 500
+#: communities read together, and the statements a community's high-level elements are made from: the
+#: first COMMUNITY_TEXTS by id, a uniform sample (ids are hashes) — a community of the synthetic 10,000
+#: passage corpus held thousands, and what a summary picks (its most central statements, up to the
+#: prompt's token limit) is found among a sample as among all of them
+COMMUNITY_BATCH, COMMUNITY_TEXTS = 20, 1000
 
 
 class HighLevelElement(BaseModel):
@@ -100,47 +112,57 @@ def important_entities(ctx: AugmentContext) -> StageReport:
         chosen = select_important(cores, betweenness, p.nodes, k)
         found = gds.resolve(query("augment.important_entities"), ["id", "node"], nodeId=sorted(chosen))
     node_of = {r["id"]: r["node"] for r in found}
-    rows = _attributes(
+    written = _attributes(
         ctx,
         sorted(node_of),
         {i: cores[n] for i, n in node_of.items()},
         {i: betweenness.get(n, 0.0) for i, n in node_of.items()},
     )
-    ctx.db.write_batches(query("augment.write_attributes"), rows, batch_size=500)
     return StageReport(
         stage="important_entities",
-        counts={"g1_nodes": p.nodes, "important": len(node_of), "attributes": len(rows)},
+        counts={"g1_nodes": p.nodes, "important": len(node_of), "attributes": written},
         notes={"k_default": k, "scale": math.floor(math.log10(max(p.nodes, 1)))},
     )
 
 
-def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> list[dict]:
-    contexts = []
-    for start in range(0, len(ids), 500):
-        contexts += ctx.db.read(query("augment.entity_context"), ids=ids[start : start + 500])
+def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> int:
+    """Summarise, embed and write each important entity's Attribute, ATTRIBUTE_BATCH entities at a time:
+    their statements (with vectors) are only held for one batch, as a hub's can be thousands."""
     # the model reads all the entity's statements (most central first, up to a token limit); the
     # extractive substitute keeps choosing among the first OFFLINE_ATTRIBUTE_ITEMS of each kind
-    cap = None if ctx.llm is not None else OFFLINE_ATTRIBUTE_ITEMS
-    groups = [c["relations"][:cap] + c["units"][:cap] for c in contexts]
-    prompts = [ATTRIBUTE_PROMPT.format(name=c["name"]) for c in contexts]
-    summaries = _summaries(ctx, groups, prompts, "attribute")
-    rows = [
-        {
-            "entity": c["id"],
-            "id": hid("attribute", c["id"]),
-            "text": f"{c['name']}: {text}".strip(),
-            "extractor": extractor,
-            "core": cores.get(c["id"]),
-            "betweenness": betweenness.get(c["id"]),
-        }
-        for c, (text, extractor) in zip(contexts, summaries, strict=True)
-    ]
-    _embed_rows(ctx, rows, "attribute vectors")
-    return rows
+    cap = ALL_ITEMS if ctx.llm is not None else OFFLINE_ATTRIBUTE_ITEMS
+    written = 0
+    with (
+        ctx.tracker.stage("attribute summaries", len(ids)) as summarised,
+        ctx.tracker.stage("attribute vectors", len(ids)) as embedded,
+    ):
+        for start in range(0, len(ids), ATTRIBUTE_BATCH):
+            contexts = ctx.db.read(query("augment.entity_context"), ids=ids[start : start + ATTRIBUTE_BATCH], cap=cap)
+            groups = [c["relations"] + c["units"] for c in contexts]
+            prompts = [ATTRIBUTE_PROMPT.format(name=c["name"]) for c in contexts]
+            summaries = _summaries(ctx, groups, prompts, "attribute", summarised)
+            rows = [
+                {
+                    "entity": c["id"],
+                    "id": hid("attribute", c["id"]),
+                    "text": f"{c['name']}: {text}".strip(),
+                    "extractor": extractor,
+                    "core": cores.get(c["id"]),
+                    "betweenness": betweenness.get(c["id"]),
+                }
+                for c, (text, extractor) in zip(contexts, summaries, strict=True)
+            ]
+            _embed_rows(ctx, rows, "attribute vectors", embedded)
+            ctx.db.write_batches(query("augment.write_attributes"), rows, batch_size=500)
+            written += len(rows)
+    return written
 
 
-def _summaries(ctx: AugmentContext, groups: list[list[dict]], prompts: list[str], step: str) -> list[tuple[str, str]]:
+def _summaries(
+    ctx: AugmentContext, groups: list[list[dict]], prompts: list[str], step: str, advance: Advance | None = None
+) -> list[tuple[str, str]]:
     """One summary per group of {text, embedding} items: the LLM's (concurrent calls) or extractive.
+    ``advance``: the progress of a stage the caller holds open (else one of its own, ``<step> summaries``).
 
     Vectors come from the stored embeddings; the few items without one are embedded together, in
     one call for all the groups rather than one per group."""
@@ -153,19 +175,29 @@ def _summaries(ctx: AugmentContext, groups: list[list[dict]], prompts: list[str]
         vectors = np.array([vec_of[t] for t in texts], dtype=np.float32) if texts else None
         return summarize(texts, ctx.texts, ctx.llm, prompts[k], step, vectors=vectors)
 
-    with ctx.tracker.stage(f"{step} summaries", len(groups)) as advance:
+    with _progress(ctx, f"{step} summaries", len(groups), advance) as step_done:
         if ctx.llm is None:
             out = []
             for k in range(len(groups)):
                 out.append(one(k))
-                advance(1)
+                step_done(1)
             return out
-        return ctx.llm.map(one, range(len(groups)), progress=lambda done, total: advance(1))
+        return ctx.llm.map(one, range(len(groups)), progress=lambda done, total: step_done(1))
 
 
-def _embed_rows(ctx: AugmentContext, rows: list[dict], step: str) -> None:
-    with ctx.tracker.stage(step, len(rows)) as advance:
-        vecs = ctx.texts.embed([r["text"] for r in rows], advance)
+@contextmanager
+def _progress(ctx: AugmentContext, name: str, total: int, advance: Advance | None) -> Iterator[Advance]:
+    """``advance`` when the caller holds its stage open, else a stage of its own."""
+    if advance is not None:
+        yield advance
+        return
+    with ctx.tracker.stage(name, total) as own:
+        yield own
+
+
+def _embed_rows(ctx: AugmentContext, rows: list[dict], step: str, advance: Advance | None = None) -> None:
+    with _progress(ctx, step, len(rows), advance) as step_done:
+        vecs = ctx.texts.embed([r["text"] for r in rows], step_done)
     for r, v in zip(rows, vecs, strict=True):
         r["embedding"] = v.tolist()
 
@@ -201,16 +233,19 @@ def communities(ctx: AugmentContext) -> StageReport:
         member_rows += [{"community": cid, "id": m["id"]} for m in ms]
     ctx.db.write_batches(query("augment.write_communities"), comm_rows)
     ctx.db.write_batches(query("augment.write_membership"), member_rows)
-    min_texts = ctx.params.min_community_texts
-    hl_rows = _high_level(ctx, [c["id"] for c in comm_rows], min_texts)
-    ctx.db.write_batches(query("augment.write_high_level"), hl_rows, batch_size=500)
-    return StageReport(stage="communities", counts={"communities": len(comm_rows), "high_level": len(hl_rows)})
+    del rows, members, member_rows
+    written = 0
+    ids = [c["id"] for c in comm_rows]
+    # a batch of communities at a time: their statements (with vectors) are only held for one batch
+    for start in range(0, len(ids), COMMUNITY_BATCH):
+        hl_rows = _high_level(ctx, ids[start : start + COMMUNITY_BATCH], ctx.params.min_community_texts)
+        ctx.db.write_batches(query("augment.write_high_level"), hl_rows, batch_size=500)
+        written += len(hl_rows)
+    return StageReport(stage="communities", counts={"communities": len(comm_rows), "high_level": written})
 
 
 def _high_level(ctx: AugmentContext, community_ids: list[str], min_texts: int) -> list[dict]:
-    groups = []
-    for start in range(0, len(community_ids), 500):
-        groups += ctx.db.read(query("augment.community_members"), ids=community_ids[start : start + 500])
+    groups = ctx.db.read(query("augment.community_members"), ids=community_ids, cap=COMMUNITY_TEXTS)
     groups = [g for g in groups if len(g["texts"]) >= min_texts]
     if ctx.llm is not None:
         rows = _high_level_elements(ctx, groups, ctx.params.max_high_level)

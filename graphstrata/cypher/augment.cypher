@@ -53,15 +53,15 @@ MATCH (n:Entity) WHERE id(n) = r.nodeId
 RETURN n.id AS id, r.nodeId AS node;
 
 // name: entity_context
-// What an attribute summary is made from (NodeRAG §2.3): all of an entity's relations and semantic
-// units, by id (not store order, so re-runs summarise the same statements); the caller chooses.
+// What an attribute summary is made from (NodeRAG §2.3): an entity's relations and semantic units, by
+// id (not store order, so re-runs summarise the same statements), the first $cap of each kind.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
 RETURN e.id AS id, e.name AS name,
        COLLECT { MATCH (u:SemanticUnit)-[:MENTIONS]->(e) WITH DISTINCT u ORDER BY u.id
-                 RETURN u {.text, .embedding} } AS units,
+                 RETURN u {.text, .embedding} LIMIT $cap } AS units,
        COLLECT { MATCH (e)-[:SUBJECT_OF|OBJECT]-(r:Relation) WITH DISTINCT r ORDER BY r.id
-                 RETURN r {.text, .embedding} } AS relations;
+                 RETURN r {.text, .embedding} LIMIT $cap } AS relations;
 
 // name: delete_label
 CALL (*) {
@@ -101,13 +101,14 @@ MATCH (n {id: r.id}) WHERE n:Entity OR n:SemanticUnit OR n:Relation OR n:Attribu
 MERGE (n)-[:IN_COMMUNITY]->(c);
 
 // name: community_members
-// Texts (by id) and entity names (best-connected first, ties by name) of one batch of communities,
-// for their high-level elements: in a fixed order, so re-runs write the same summaries and titles.
+// Texts (the first $cap by id) and entity names (best-connected first, ties by name) of one batch of
+// communities, for their high-level elements: in a fixed order, so re-runs write the same summaries and
+// titles.
 UNWIND $ids AS cid
 MATCH (c:Community {id: cid})
 RETURN c.id AS id,
        COLLECT { MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
-                 WITH u ORDER BY u.id RETURN u {.id, .text, .embedding} } AS texts,
+                 WITH u ORDER BY u.id RETURN u {.id, .text, .embedding} LIMIT $cap } AS texts,
        COLLECT { MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
                  WITH e ORDER BY COUNT { (e)--() } DESC, e.name, e.id RETURN e.name LIMIT 5 } AS names;
 

@@ -33,6 +33,13 @@ RETURN gds.graph.project($name, source, target,
               ELSE {} END,
          {undirectedRelationshipTypes: ['*']});
 
+// name: graph_info
+// One projection's size and creation time, without the rest of what the catalogue lists: a Cypher
+// projection's configuration holds its parameters (project_ordered's $rank, one entry per node), which
+// the client's own listing reads into this process (1 GB for NodeRAG's G1 at 10,000 passages).
+CALL gds.graph.list($name) YIELD nodeCount, relationshipCount, creationTime
+RETURN nodeCount AS node_count, relationshipCount AS relationship_count, creationTime AS creation_time;
+
 // name: project_ordered_remote
 // project_ordered for an Aura Graph Analytics session (GRAPHSTRATA_GDS_BACKEND=aura_sessions): the
 // same rows in the same order, streamed to the session by the client's remote projection; the
