@@ -208,6 +208,22 @@ def assert_valid_community(c: dict) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def test_large_communities_are_noted_without_their_edge_lists(
+    hand_graph: Database, neo4j_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A community's edges are listed up to NOTE_MAX_EDGES; above, only counted (the planted chunk
+    communities have 3, 6 and 10 edges)."""
+    from graphstrata.retrieval import darag_layers
+
+    monkeypatch.setattr(darag_layers, "NOTE_MAX_EDGES", 6)
+    chunk = communities(
+        retriever(hand_graph, neo4j_settings).retrieve("which planted community?", use_llm=False).notes, "chunk"
+    )
+    assert [chunk[k]["n_edges"] for k in (3, 4, 5)] == [3, 6, 10]
+    assert len(chunk[3]["edges"]) == 3 and len(chunk[4]["edges"]) == 6
+    assert "edges" not in chunk[5] and chunk[5]["edges_listed"] is False
+
+
 def test_coarse_and_fine_communities_match_the_hand_computation(hand_graph: Database, neo4j_settings: Settings) -> None:
     r = retriever(hand_graph, neo4j_settings).retrieve("which planted community?", use_llm=False)
     n = r.notes

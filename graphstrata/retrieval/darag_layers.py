@@ -366,8 +366,14 @@ def make_candidate(layer: str, c: Community, g: LayerGraph) -> Candidate:
     )
 
 
+#: a community's edges are listed in the notes up to this many (``n_edges`` always counts them): the
+#: lists of a few large coarse communities were a tenth of a question's time on a dense chunk layer
+NOTE_MAX_EDGES = 500
+
+
 def community_note(c: Candidate, ids: np.ndarray) -> dict[str, Any]:
-    """One community of notes["communities"]: B.3 metrics, A.1/A.2 bounds, its nodes and edges."""
+    """One community of notes["communities"]: B.3 metrics, A.1/A.2 bounds, its nodes, and its edges
+    when it has at most NOTE_MAX_EDGES (else ``edges_listed`` is false)."""
     out = c.metrics()
     out["selected"] = c.selected
     if c.duplicate_of is not None:
@@ -376,7 +382,10 @@ def community_note(c: Candidate, ids: np.ndarray) -> dict[str, Any]:
         out["llm_score"] = c.llm_score
     out["id"] = c.key
     out["nodes"] = c.members
-    out["edges"] = ids[c.community.edges].tolist()  # ids: the layer's node ids as an object array
+    if len(c.community.edges) <= NOTE_MAX_EDGES:
+        out["edges"] = ids[c.community.edges].tolist()  # ids: the layer's node ids as an object array
+    else:
+        out["edges_listed"] = False
     return out
 
 
