@@ -103,7 +103,7 @@ def starting(ctx: AugmentContext, name: str) -> Seen | None:
         return None
     p = ctx.params
     assert isinstance(p, AugmentParams)
-    now = ctx.db.read_one(query("augment.corpus_change"), since=0)
+    now = ctx.db.read_one(query("augment.corpus_now"))
     ctx.db.write(query("augment.set_layer_state"), layer=_layer(name), state="writing")
     return Seen(now["chunks"], now["now"], fingerprint(name, p, ctx.llm is not None))
 

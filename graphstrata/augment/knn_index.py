@@ -24,6 +24,7 @@ takes the same steps with exact candidates: every chunk that shares a keyword wi
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import time
 from collections import defaultdict
@@ -52,7 +53,9 @@ class Delta:
 
 
 def best_k(scores: dict[str, float], k: int) -> list[str]:
-    return [b for b, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]]
+    """The ``k`` best-scored nodes, ties by id (a partial selection: a new chunk's exact lexical offers
+    can be thousands)."""
+    return [b for b, _ in heapq.nsmallest(k, scores.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def _stored(db: Database, stored: str, ids: set[str], params: dict) -> dict[str, dict[str, float]]:

@@ -336,3 +336,8 @@ OPTIONAL MATCH (d:Document) WHERE d.ingested_at >= datetime({epochMillis: $since
 OPTIONAL MATCH (d)-[:HAS_CHUNK]->(c:Chunk)
 WITH count(c) AS fresh
 RETURN fresh, COUNT { (c:Chunk) } AS chunks, datetime().epochMillis AS now;
+
+// name: corpus_now
+// What a whole-graph stage starting now sees (graphstrata/augment/deferral.py): the chunks and the
+// database's clock.
+RETURN COUNT { (c:Chunk) } AS chunks, datetime().epochMillis AS now;
