@@ -17,17 +17,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 from common import RESULTS, machine
 from scale import BUDGET, METHODS, TOP_K, UNCAPPED
-from scale_corpus import DEV
 
 from graphstrata.client import GraphStrata
 
-SHARED = DEV.parent
-GRAPHS = {"hotpotqa": "hotpotqa_dev100", "musique": "musique_dev50", "musique-openie": "musique_dev50"}
+GRAPHS = ["hotpotqa", "musique", "musique-openie"]  # bench/graphs.py's dev graphs
 STAGES = ["chunk_knn", "entity_synonyms", "entity_similarity", "semantic_edges", "semantic_matching"]
 APPROXIMATE = {"knn_exact_max_nodes": 0, "kmeans_sample": 1_000}
 LAYERS = {
@@ -39,32 +36,16 @@ LAYERS = {
 }
 
 
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def questions(name: str) -> tuple[list[dict], str]:
-    data = GRAPHS[name]
-    rows = jsonl(SHARED / data / "questions.jsonl")
-    out = [{"question": q["question"], "gold": set(q.get("supporting_ids") or q["supporting_titles"])} for q in rows]
-    return out, ("c.doc_title" if data.startswith("hotpotqa") else "d.source")
-
-
 def recall(gs: GraphStrata, name: str) -> dict[str, list[float]]:
-    qs, key = questions(name)
-    passage = {
-        r["id"]: r["p"] for r in gs.db.read(f"MATCH (d:Document)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id AS id, {key} AS p")
-    }
+    """Every method's Recall@5 per dev question, scored as bench/graphs.py scores it."""
+    from graphs import passages, questions_of, score
+
+    qs, passage = questions_of(name), passages(gs, name)
     out = {}
     for m in METHODS:
         params = {"budget": BUDGET} | ({} if m in UNCAPPED else {"top_k": TOP_K})
-        rows = []
-        for q in qs:
-            res = gs.retrieve(q["question"], m, **params)
-            ranked = list(dict.fromkeys(passage[c] for c in res.chunk_ids() if c in passage))
-            rows.append(len(q["gold"] & set(ranked[:5])) / len(q["gold"]))
-        out[m] = rows
-        print(f"  {name} {m}: {np.mean(rows):.3f}", flush=True)
+        out[m] = [score(gs.retrieve(q["question"], m, **params), passage, q)["r5"] for q in qs]
+        print(f"  {name} {m}: {np.mean(out[m]):.3f}", flush=True)
     return out
 
 
