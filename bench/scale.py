@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 from common import RESULTS, clear_question_caches, machine, wipe
 from scale_corpus import SEED, corpus, distractors, questions
+from scale_exact import exactness, layer_ids
 
 from graphstrata.client import GraphStrata
 from graphstrata.config import get_settings
@@ -190,6 +191,7 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
         more = distractors(max(1, n // 100), lengths, seed=SEED + 1, start=n)
         path2 = Path(tmp) / f"scale_{n}_more.jsonl"
         write_jsonl(path2, more)
+        before = layer_ids(gs)
         t = time.perf_counter()
         gs.ingest([path2])
         inc_ingest_s = time.perf_counter() - t
@@ -201,6 +203,7 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
         }
         inc_s = time.perf_counter() - t
         print(f"{n}: +1% augment {inc_s:.0f} s", flush=True)
+        exact_topk = exactness(gs, before)  # the index path's lists against brute force (bench/scale_exact.py)
         # what the increment's shortcuts cost: the questions on its graph, then a full augment of the same
         # graph, its top-k layers against the updated ones, and the questions again
         after_inc = ask_all(gs, methods, qs)
@@ -235,6 +238,7 @@ def run_size(gs: GraphStrata, n: int, methods: list[str], n_questions: int, reus
             "augment_stages": inc,
             "share_of_full_augment": round(inc_s / augment_s, 3) if augment_s else None,
             "full_augment_after_seconds": round(full_again_s, 1),
+            "index_path_exact_topk": exact_topk,
             "layers_kept": {
                 k: round(len(whole[k] & updated.get(k, set())) / len(whole[k]), 4) for k in whole if whole[k]
             },
@@ -289,6 +293,10 @@ def markdown(data: dict) -> str:
         "+1%: updated top-k layers' pairs in a full run's",
         [", ".join(f"{k} {v}" for k, v in r["incremental"]["layers_kept"].items()) for r in runs],
     )
+    row(
+        "+1%: new nodes' top-k from the index path vs brute force (same ids / as close as the k-th)",
+        [_exact(r["incremental"].get("index_path_exact_topk")) for r in runs],
+    )
     row("walk graphs read after augment, s", [str(r.get("walk_graphs_read_seconds")) for r in runs])
     row("peak Python RSS MB", [str(r["peak_rss_mb"]) for r in runs])
     row(
@@ -323,6 +331,18 @@ def markdown(data: dict) -> str:
     for m in runs[0]["methods"]:
         row(m, [_after(r["incremental"], m) for r in runs])
     return "\n".join(out) + "\n"
+
+
+def _exact(layers: dict | None) -> str:
+    if not layers:
+        return "-"
+    cells = [
+        f"{k} {v['same_ids']} / {v['as_close_as_kth']} ({v['sampled']} of {v['new_nodes']})"
+        if v.get("sampled")
+        else f"{k} -"
+        for k, v in layers.items()
+    ]
+    return ", ".join(cells)
 
 
 def _inc_stage(s: dict | None) -> str:
