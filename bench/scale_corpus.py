@@ -32,6 +32,7 @@ SEED = 43
 FIRST = "Al Bel Cor Dar Ef Gal Hen Ir Jo Kas Lum Mor Nel Or Pas Quin Ros Sal Tor Ul Val Wen Yor Zan".split()  # noqa: SIM905
 MID = "an ber cia do el fer go ha in ka lo mi na or pe ri sa to u ve".split()  # noqa: SIM905
 LAST = "son ton ley berg ford wick ham ridge ova ini ez ard".split()  # noqa: SIM905
+SPACE = len(FIRST) * len(MID) * len(LAST)  # distinct invented words
 KINDS = ["person", "place", "org", "work"]
 TEMPLATES = {
     "person": ["{a} was born in {p} and worked with {b}.", "{a} married {b} in {p}.", "{a} studied under {b}."],
@@ -58,15 +59,20 @@ def vocabulary(rng: np.random.Generator, n: int) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for kind in KINDS:
         names: set[str] = set()
+        # one invented word gives 5,760 places and 23,040 organisations or works: past 80% of that
+        # (above ~10,000 passages) a second word, as drawing ever-rarer unused names would not end
+        # (the corpora up to 10,000 passages are the same either way)
+        two = n > 0.8 * SPACE * (1 if kind == "place" else 4)
+        stem = (lambda: f"{word()} {word()}") if two else word
         while len(names) < n:
             if kind == "person":
                 names.add(f"{word()} {word()}")
             elif kind == "place":
-                names.add(word())
+                names.add(stem())
             elif kind == "org":
-                names.add(f"{word()} {rng.choice(['Company', 'Institute', 'Records', 'University'])}")
+                names.add(f"{stem()} {rng.choice(['Company', 'Institute', 'Records', 'University'])}")
             else:
-                names.add(f"The {word()} {rng.choice(['Affair', 'Garden', 'Letters', 'Road'])}")
+                names.add(f"The {stem()} {rng.choice(['Affair', 'Garden', 'Letters', 'Road'])}")
         out[kind] = [str(x) for x in rng.permutation(sorted(names))]  # rank unrelated to spelling
     return out
 
