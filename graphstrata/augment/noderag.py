@@ -52,10 +52,11 @@ Statements:
 {statements}"""
 #: Offline, without a model: the statements an extractive attribute is chosen from (each kind, by id).
 OFFLINE_ATTRIBUTE_ITEMS = 12
-#: With a model: all of them (a LIMIT Cypher takes), cut to the prompt's token limit by summarize()
-ALL_ITEMS = 2**31 - 1
-#: important entities whose statements are read, summarised and written together
-ATTRIBUTE_BATCH = 500
+#: With a model: the first 1,000 of each kind by id (a uniform sample: ids are hashes), which summarize()
+#: cuts to the prompt's token limit, most central first
+MODEL_ATTRIBUTE_ITEMS = 1000
+#: important entities whose statements are read, summarised and written together (offline, with a model)
+ATTRIBUTE_BATCH, MODEL_ATTRIBUTE_BATCH = 500, 50
 #: communities read together, and the statements a community's high-level elements are made from: the
 #: first COMMUNITY_TEXTS by id, a uniform sample (ids are hashes) — a community of the synthetic 10,000
 #: passage corpus held thousands, and what a summary picks (its most central statements, up to the
@@ -126,18 +127,20 @@ def important_entities(ctx: AugmentContext) -> StageReport:
 
 
 def _attributes(ctx: AugmentContext, ids: list[str], cores: dict, betweenness: dict) -> int:
-    """Summarise, embed and write each important entity's Attribute, ATTRIBUTE_BATCH entities at a time:
-    their statements (with vectors) are only held for one batch, as a hub's can be thousands."""
-    # the model reads all the entity's statements (most central first, up to a token limit); the
+    """Summarise, embed and write each important entity's Attribute, a batch of entities at a time: their
+    statements (with vectors) are only held for one batch, as a hub's can be thousands."""
+    # the model reads the entity's statements (most central first, up to a token limit); the
     # extractive substitute keeps choosing among the first OFFLINE_ATTRIBUTE_ITEMS of each kind
-    cap = ALL_ITEMS if ctx.llm is not None else OFFLINE_ATTRIBUTE_ITEMS
+    offline = ctx.llm is None
+    cap = OFFLINE_ATTRIBUTE_ITEMS if offline else MODEL_ATTRIBUTE_ITEMS
+    batch = ATTRIBUTE_BATCH if offline else MODEL_ATTRIBUTE_BATCH
     written = 0
     with (
         ctx.tracker.stage("attribute summaries", len(ids)) as summarised,
         ctx.tracker.stage("attribute vectors", len(ids)) as embedded,
     ):
-        for start in range(0, len(ids), ATTRIBUTE_BATCH):
-            contexts = ctx.db.read(query("augment.entity_context"), ids=ids[start : start + ATTRIBUTE_BATCH], cap=cap)
+        for start in range(0, len(ids), batch):
+            contexts = ctx.db.read(query("augment.entity_context"), ids=ids[start : start + batch], cap=cap)
             groups = [c["relations"] + c["units"] for c in contexts]
             prompts = [ATTRIBUTE_PROMPT.format(name=c["name"]) for c in contexts]
             summaries = _summaries(ctx, groups, prompts, "attribute", summarised)
