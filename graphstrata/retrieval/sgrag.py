@@ -35,6 +35,7 @@ import json
 import os
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Hashable
 from dataclasses import asdict
 from pathlib import Path
@@ -276,16 +277,17 @@ class SGRAGRetriever(Retriever):
             if matches:
                 answers = list(dict.fromkeys(m[target] for m in matches)) if target is not None else []
                 notes["answers"] = [info[a]["name"] for a in answers]
-                support: dict[str, int] = {}
+                support = dict(Counter(m[target] for m in matches))
+                # relations grouped by answer, the answer's subgraphs first (an edge stays where it first
+                # came: insertion order; a dict, as a list's membership test made this quadratic)
+                ordered: dict[Edge, None] = {}
                 for a in answers:
-                    support[a] = sum(1 for m in matches if m[target] == a)
-                edges: list[Edge] = []
-                for a in answers:  # relations grouped by answer, the answer's subgraphs first
                     for m in matches:
                         if m[target] == a:
-                            edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
+                            ordered.update(dict.fromkeys(sorted(m.edges, key=str)))
                 for m in matches:
-                    edges.extend(e for e in sorted(m.edges, key=str) if e not in edges)
+                    ordered.update(dict.fromkeys(sorted(m.edges, key=str)))
+                edges = list(ordered)
                 items = subgraph_items(
                     self.db,
                     answers,
