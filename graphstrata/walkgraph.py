@@ -44,6 +44,7 @@ class WalkGraph:
     types: np.ndarray
     version: Any
     index: dict[str, int]
+    weights: np.ndarray | None = None  # per edge (the edges query's `weight`); None: every edge 1
     _walks: dict[frozenset[str] | None, sp.csr_matrix] = field(default_factory=dict, repr=False)
     _memo: dict[Any, np.ndarray] = field(default_factory=dict, repr=False)  # label masks, id order
 
@@ -51,7 +52,8 @@ class WalkGraph:
         """The walk's transition matrix over the edges of `types` (None: all of them), built once."""
         if types not in self._walks:
             keep = np.ones(len(self.src), dtype=bool) if types is None else np.isin(self.types, list(types))
-            self._walks[types] = transition_matrix(len(self.ids), self.src[keep], self.dst[keep])
+            w = None if self.weights is None else self.weights[keep]
+            self._walks[types] = transition_matrix(len(self.ids), self.src[keep], self.dst[keep], w)
         return self._walks[types]
 
     def seed_vector(self, weights: dict[str, float]) -> np.ndarray:
@@ -176,7 +178,8 @@ def _limit_bytes() -> int | None:
 
 
 def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph, bool]:
-    """The graph `name` (named queries ``<name>_nodes`` → id, label, own_text and ``<name>_edges`` → a, b, type)
+    """The graph `name` (named queries ``<name>_nodes`` → id, label, own_text and ``<name>_edges`` → a, b, type,
+    weight (null: 1))
     at the store's current `version` (read here when not given), and whether it was already loaded."""
     if version is None:
         version = graph_version(db)
@@ -186,10 +189,11 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
         ids = [r[0] for r in nodes]
         index = {i: n for n, i in enumerate(ids)}
         edges = [
-            (index[a], index[b], t)
-            for a, b, t in db.read_rows(query(f"{name}_edges"), ["a", "b", "type"])
+            (index[a], index[b], t, w)
+            for a, b, t, w in db.read_rows(query(f"{name}_edges"), ["a", "b", "type", "weight"])
             if a in index and b in index  # a node written after the node list waits for the next read
         ]
+        weights = np.array([1.0 if e[3] is None else float(e[3]) for e in edges], dtype=np.float64)
         return WalkGraph(
             ids=ids,
             labels=np.array([r[1] for r in nodes], dtype=object),
@@ -199,6 +203,7 @@ def walk_graph(db: Database, name: str, version: Any = None) -> tuple[WalkGraph,
             types=np.array([e[2] for e in edges], dtype=object),
             version=version,
             index=index,
+            weights=None if (weights == 1.0).all() else weights,
         )
 
     return read_once(db, f"walk:{name}", version, load)

@@ -22,20 +22,24 @@ EDGES = [
     ("p2", "e3", "MENTIONS"),
     ("p3", "e3", "MENTIONS"),
     ("p3", "e4", "MENTIONS"),
-    ("e2", "e3", "RELATED"),
-    ("e4", "e5", "SYNONYM"),
+    ("e2", "e3", "RELATED"),  # asserted by 3 chunks: weight 3
+    ("e4", "e5", "SYNONYM"),  # similarity 0.4 (HippoRAG 2 weighs a synonym edge by it)
     ("p4", "e5", "MENTIONS"),
 ]
 
 
+#: the edges' weights in the store: a relation's count of asserting chunks, a synonym's similarity
+WEIGHTS = {"RELATED": 3.0, "SYNONYM": 0.4, "MENTIONS": 1.0}
+
+
 def _reference(nodes: list[str], edges: list[tuple[str, str, str]], seeds: dict[str, float], d: float, it: int):
     """The recurrence pi(0) = (1-d) s, then pi = (1-d) s + d P^T pi (`it` counts pi(0)) on the
-    undirected graph of `edges`, by dense numpy."""
+    undirected graph of `edges`, each weighted by WEIGHTS of its type, by dense numpy."""
     ix = {n: i for i, n in enumerate(nodes)}
     adj = np.zeros((len(nodes), len(nodes)))
-    for a, b, _ in edges:
-        adj[ix[a], ix[b]] += 1
-        adj[ix[b], ix[a]] += 1
+    for a, b, typ in edges:
+        adj[ix[a], ix[b]] += WEIGHTS[typ]
+        adj[ix[b], ix[a]] += WEIGHTS[typ]
     deg = adj.sum(1, keepdims=True)
     trans = np.divide(adj, deg, out=np.zeros_like(adj), where=deg > 0)
     s = np.array([seeds.get(n, 0.0) for n in nodes])
@@ -55,7 +59,14 @@ def test_walk_on_the_loaded_graph_equals_numpy_power_iteration(empty_db: Databas
         label = "Chunk" if n.startswith("p") else "Entity"
         db.write(f"CREATE (:{label} {{id: $id, text: $id, doc_title: 'T ' + $id}})", id=n)
     for a, b, typ in EDGES:
-        db.write(f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[:{typ}]->(b)", a=a, b=b)
+        db.write(
+            f"MATCH (a {{id: $a}}), (b {{id: $b}}) CREATE (a)-[r:{typ}]->(b) "
+            "SET r.weight = CASE $t WHEN 'RELATED' THEN $w END, r.score = CASE $t WHEN 'SYNONYM' THEN $w END",
+            a=a,
+            b=b,
+            t=typ,
+            w=WEIGHTS[typ],
+        )
     db.write(query("meta.touch"))
     graph = warm(db)
     assert sorted(graph.ids) == nodes

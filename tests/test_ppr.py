@@ -23,6 +23,25 @@ def test_converged_scores_equal_networkx(seed: int) -> None:
     np.testing.assert_allclose(ours, [ref[i] for i in range(60)], atol=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_weighted_edges_equal_networkx_weighted_pagerank(seed: int) -> None:
+    """HippoRAG 2's weighted edges (synonyms by similarity, relations by count): a step goes to a
+    neighbour in proportion to the edge's weight, as networkx's PageRank with ``weight``."""
+    rng = np.random.default_rng(seed)
+    g = nx.connected_watts_strogatz_graph(40, 4, 0.3, seed=seed)
+    edges = np.array(list(g.edges()))
+    w = rng.uniform(0.1, 5.0, len(edges))
+    for (a, b), x in zip(edges.tolist(), w, strict=True):
+        g[a][b]["weight"] = float(x)
+    seeds = np.zeros(40)
+    seeds[[0, 7]] = [0.7, 0.3]
+    ours = personalized_pagerank(transition_matrix(40, edges[:, 0], edges[:, 1], w), seeds, 0.5, 500)
+    ref = nx.pagerank(g, alpha=0.5, personalization=dict(enumerate(seeds)), weight="weight", tol=1e-13, max_iter=2000)
+    np.testing.assert_allclose(ours, [ref[i] for i in range(40)], atol=1e-9)
+    unweighted = personalized_pagerank(transition_matrix(40, edges[:, 0], edges[:, 1]), seeds, 0.5, 500)
+    assert np.abs(ours - unweighted).max() > 1e-3  # the weights change the walk
+
+
 def test_iterations_and_dangling_nodes_follow_the_gds_recurrence() -> None:
     """Node 4 has no edge: it keeps its restart mass and passes nothing on; 3 iterations = pi(0) + 2 steps;
     a parallel edge counts twice."""

@@ -23,11 +23,14 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def transition_matrix(n: int, sources: np.ndarray, targets: np.ndarray) -> sp.csr_matrix:
+def transition_matrix(
+    n: int, sources: np.ndarray, targets: np.ndarray, weights: np.ndarray | None = None
+) -> sp.csr_matrix:
     """Row-stochastic P of the undirected multigraph with edges (sources[i], targets[i]) on n nodes:
-    each edge counts once in each direction; a node without edges has a zero row."""
-    ones = np.ones(len(sources), dtype=np.float64)
-    adj = sp.coo_matrix((ones, (sources, targets)), shape=(n, n)).tocsr()
+    each edge counts once in each direction, with its weight (default 1) — a step goes to a neighbour
+    in proportion to the edges' weights; a node without edges has a zero row."""
+    w = np.ones(len(sources), dtype=np.float64) if weights is None else np.asarray(weights, dtype=np.float64)
+    adj = sp.coo_matrix((w, (sources, targets)), shape=(n, n)).tocsr()
     adj = (adj + adj.T).tocsr()
     degree = np.asarray(adj.sum(axis=1)).ravel()
     inv = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)

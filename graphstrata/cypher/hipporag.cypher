@@ -14,13 +14,16 @@ CALL () {
 RETURN id, label, false AS own_text;
 
 // name: passage_graph_edges
+// Weights as HippoRAG 2's graph has them: a synonym edge its similarity, a relation edge the number of
+// chunks asserting it, a passage-phrase edge 1.
 CALL () {
-  MATCH (a:Chunk)-[:MENTIONS]->(b:Entity) RETURN a.id AS a, b.id AS b, 'MENTIONS' AS type
+  MATCH (a:Chunk)-[:MENTIONS]->(b:Entity) RETURN a.id AS a, b.id AS b, 'MENTIONS' AS type, 1.0 AS weight
   UNION ALL
-  MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity) RETURN a.id AS a, b.id AS b, type(r) AS type
+  MATCH (a:Entity)-[r:RELATED|SYNONYM]->(b:Entity)
+  RETURN a.id AS a, b.id AS b, type(r) AS type, CASE type(r) WHEN 'SYNONYM' THEN r.score ELSE r.weight END AS weight
 }
-WITH a, b, type WHERE a IS NOT NULL AND b IS NOT NULL
-RETURN a, b, type;
+WITH a, b, type, weight WHERE a IS NOT NULL AND b IS NOT NULL
+RETURN a, b, type, weight;
 
 // name: query_facts
 // HippoRAG 2's query-to-triple matching (§3.2): the $k facts (Relation nodes with a vector: an LLM's

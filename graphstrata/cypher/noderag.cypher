@@ -21,7 +21,8 @@ RETURN a.id AS id, labels(a)[0] AS label,
 // out and the feedback entities read.
 MATCH (a)-[r:HAS_UNIT|MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE|GROUPS|TITLES|SEMANTIC|SYNONYM|HAS_RELATION]->(b)
 WHERE a.id IS NOT NULL AND b.id IS NOT NULL
-RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIONS' ELSE type(r) END AS type;
+RETURN a.id AS a, b.id AS b, CASE WHEN a:Chunk AND r:MENTIONS THEN 'CHUNK_MENTIONS' ELSE type(r) END AS type,
+       null AS weight;
 
 // name: retrievable
 // Text and source chunks of the retrievable nodes that stand as items of their own (a model wrote
