@@ -172,7 +172,7 @@ def test_methods_lists_what_the_code_runs(cli: Invoke, db: Database) -> None:
     skeleton = text[text.index("ketrag-skeleton\n") :].split("\n")[:3]
     assert "(lambda = 0)" in keyword[1] and "lam=0.0" in keyword[2]
     assert "(lambda = 1)" in skeleton[1] and "lam=1.0" in skeleton[2]
-    assert "lam=0.2" in text[text.index("ketrag\n") :].split("\n")[2]
+    assert "lam=0.5" in text[text.index("ketrag\n") :].split("\n")[2]
     assert "method_params={}" in text and "defaults: top_k=None, budget=" in text
     # the listed default is the one enforced: another lambda is refused, not silently ignored
     with pytest.raises(RetrievalError, match="lam"):
