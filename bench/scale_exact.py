@@ -11,15 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from graphstrata.augment.params import AugmentParams
+from graphstrata.augment.similarity import embedded
 from graphstrata.client import GraphStrata
-from graphstrata.cypher import query
 
 #: layer -> (labels, relationship type, its k in AugmentParams)
 LAYERS = {
     "semantic_edges": (["Chunk", "SemanticUnit", "Attribute", "HighLevel"], "SEMANTIC", "semantic_k"),
     "entity_similarity": (["Entity"], "SIMILAR", "k_neighbor"),
 }
-SAMPLE, BLOCK, PAGE = 500, 100, 10_000
+SAMPLE, BLOCK = 500, 100
 
 
 def layer_ids(gs: GraphStrata) -> dict[str, set[str]]:
@@ -76,14 +76,6 @@ def exactness(gs: GraphStrata, before: dict[str, set[str]], seed: int = 0) -> di
 
 
 def _vectors(gs: GraphStrata, labels: list[str]) -> tuple[list[str], np.ndarray]:
-    ids: list[str] = []
-    blocks: list[np.ndarray] = []
-    after = ""
-    while page := gs.db.read_rows(
-        query("augment.embedded_nodes"), ["id", "embedding"], labels=labels, after=after, limit=PAGE
-    ):
-        ids += [r[0] for r in page]
-        blocks.append(np.array([r[1] for r in page], dtype=np.float32))
-        after = page[-1][0]
-    v = np.concatenate(blocks)
+    """The layer's ids and unit vectors, read as augment reads them (a page at a time, float32)."""
+    ids, v = embedded(gs.db, labels)
     return ids, v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphstrata.augment import AugmentContext, similarity
+from graphstrata.augment import similarity
 from graphstrata.client import GraphStrata
 from graphstrata.config import Settings
 from graphstrata.db import Database
@@ -21,7 +21,7 @@ def test_embedded_reads_every_vector_once_in_pages(
     gs = GraphStrata(neo4j_settings, db=graph)
     gs.ingest_texts(DOCS, IngestOptions(extractor="none"))
     monkeypatch.setattr(similarity, "EMBEDDED_PAGE", page)
-    ids, vecs = similarity.embedded(AugmentContext(graph, gs.embedder, neo4j_settings), ["Chunk", "SubChunk"])
+    ids, vecs = similarity.embedded(graph, ["Chunk", "SubChunk"])
     want = graph.read(
         "MATCH (n) WHERE (n:Chunk OR n:SubChunk) AND n.embedding IS NOT NULL "
         "RETURN n.id AS id, n.embedding AS e ORDER BY id"

@@ -28,6 +28,7 @@ from graphstrata.algorithms.knn import exact_knn
 from graphstrata.augment import AugmentContext, StageReport, stage
 from graphstrata.augment.knn_index import Delta, Offers, index_offers, linked, shared_keyword_offers, update_layer
 from graphstrata.cypher import query
+from graphstrata.db import Database
 from graphstrata.gds import GDS
 
 #: NodeRAG's reference HNSW configuration (m = 5; hnswlib's m0 = 2m; ef_construction = 200).
@@ -69,7 +70,7 @@ def knn_rows(ctx: AugmentContext, name: str, labels: list[str], k: int, stored: 
         return layer
     if approximate and p.knn_approximate == "gds":
         return Layer(_pairs(gds_knn_rows(GDS(ctx.db, ctx.settings), name, labels, k)), "gds", "gds")
-    ids, vecs = embedded(ctx, labels)
+    ids, vecs = embedded(ctx.db, labels)
     if len(ids) < 2:
         return Layer([], f"knn:{k}", "exact")
     path = "approximate" if approximate else "exact"
@@ -133,14 +134,14 @@ def _set_state(ctx: AugmentContext, name: str, state: str) -> None:
 EMBEDDED_PAGE = 10_000
 
 
-def embedded(ctx: AugmentContext, labels: list[str]) -> tuple[list[str], np.ndarray]:
+def embedded(db: Database, labels: list[str]) -> tuple[list[str], np.ndarray]:
     """The ids and vectors (float32 rows, in id order) of the nodes with `labels` that have an embedding,
     read a page at a time into float32 blocks."""
     ids: list[str] = []
     blocks: list[np.ndarray] = []
     after = ""
     while True:
-        page = ctx.db.read_rows(
+        page = db.read_rows(
             query("augment.embedded_nodes"), ["id", "embedding"], labels=labels, after=after, limit=EMBEDDED_PAGE
         )
         if not page:
@@ -299,7 +300,7 @@ def semantic_edges(ctx: AugmentContext) -> StageReport:
 
 def hnsw_rows(ctx: AugmentContext, labels: list[str]) -> list[dict]:
     """HNSW's base layer over the embedded nodes of `labels`, as {a, b, score (cosine)} rows."""
-    ids, vecs = embedded(ctx, labels)
+    ids, vecs = embedded(ctx.db, labels)
     if len(ids) < 2:
         return []
     vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
