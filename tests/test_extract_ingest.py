@@ -294,7 +294,7 @@ def test_replace_and_delete_of_llm_documents_equal_a_fresh_ingest(gs: GraphStrat
     assert snapshot(graph) == after
 
 
-@pytest.mark.parametrize("at", ["write_units", "write_relations", "refresh_entities"])
+@pytest.mark.parametrize("at", ["write_units", "write_relations", "set_entities"])
 def test_failure_while_writing_extractions_leaves_no_partial_document(
     gs: GraphStrata, monkeypatch: pytest.MonkeyPatch, at: str
 ) -> None:

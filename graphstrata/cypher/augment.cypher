@@ -298,7 +298,7 @@ REMOVE c.attribute_embedding, c.attribute_key;
 
 // name: entity_description_state
 // KET-RAG seeds: each entity's descriptions written by an LLM or the user (most asserted first, as
-// refresh_entities orders them) and the key of the text its description vector was computed from.
+// set_entities orders them) and the key of the text its description vector was computed from.
 MATCH (e:Entity) WHERE e.id IS NOT NULL
 RETURN e.id AS id, e.name AS name, e.description_key AS key,
        COLLECT {

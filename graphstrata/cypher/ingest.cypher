@@ -80,7 +80,7 @@ RETURN e.id AS id;
 
 // name: merge_entities
 // Entities merge across chunks, documents and extractors by normalised name. Name, type and source
-// set here are provisional: refresh_entities derives them from the MENTIONS records. Name
+// set here are provisional: set_entities derives them from the MENTIONS records. Name
 // embeddings are computed only for entities new to the graph.
 UNWIND $rows AS r
 MERGE (e:Entity {id: r.id})
@@ -92,8 +92,8 @@ CALL db.create.setNodeVectorProperty(e, 'embedding', r.embedding);
 // name: lock_entities
 // Takes each entity's write lock (a node's first write in a transaction takes it, held until commit),
 // in id order ($ids sorted). Every transaction that adds or removes an entity's mentions locks it
-// before it reads what other documents left: refresh_entities and refresh_related then aggregate
-// everything committed before, and a removal's "no chunk mentions it any more" cannot miss a
+// before it reads what other documents left: entity_tallies and related_tallies then read the
+// counts of everything committed before, and a removal's "no chunk mentions it any more" cannot miss a
 // mention a concurrent ingest is adding.
 UNWIND $ids AS id
 MATCH (e:Entity {id: id})
@@ -143,25 +143,11 @@ ON CREATE SET t.name = r.name, t.normalized = r.normalized, t.type = r.type;
 
 // name: write_term_links
 // The term->chunk index of E2GraphRAG: HAS_TERM with the number of occurrences in the chunk, and
-// the surface name and spaCy label the chunk gives the term (refresh_terms aggregates them).
+// the surface name and spaCy label the chunk gives the term (set_terms aggregates them).
 UNWIND $rows AS r
 MATCH (c:Chunk {id: r.chunk}), (t:Term {id: r.term})
 MERGE (c)-[h:HAS_TERM]->(t)
 SET h.count = r.count, h.name = r.name, h.type = r.type;
-
-// name: refresh_terms
-// A term's name and type from its HAS_TERM records — the pair most chunks give (ties: alphabetical)
-// — so they do not depend on which document came first. (A term no chunk has any more is deleted
-// with its last document, not refreshed.)
-UNWIND $rows AS r
-MATCH (t:Term {id: r.id})
-WITH t, COLLECT {
-  MATCH (:Chunk)-[h:HAS_TERM]->(t)
-  WITH h.name AS name, h.type AS type, count(*) AS k ORDER BY k DESC, name, type
-  RETURN [name, type] LIMIT 1
-} AS best
-WHERE size(best) > 0
-SET t.name = best[0][0], t.type = best[0][1];
 
 // name: add_cooccurrence
 // Sentence-level co-occurrence of terms, one edge per unordered pair (stored from the smaller id),
@@ -266,7 +252,7 @@ MERGE (u)-[:MENTIONS]->(e);
 
 // name: write_relations
 // NodeRAG R: one Relation node per (chunk, subject, predicate, object) the chunk asserts, between
-// its entities. The plain RELATED edge that mirrors it is maintained by refresh_related.
+// its entities. The plain RELATED edge that mirrors it is maintained by set_related.
 UNWIND $rows AS r
 MATCH (c:Chunk {id: r.chunk}), (a:Entity {id: r.a}), (b:Entity {id: r.b})
 MERGE (x:Relation {id: r.id})
@@ -278,87 +264,91 @@ MERGE (x)-[:OBJECT]->(b)
 WITH x, r WHERE r.embedding IS NOT NULL  // spaCy's relations have none (graphstrata/ingest/assemble.py)
 CALL db.create.setNodeVectorProperty(x, 'embedding', r.embedding);
 
-// name: refresh_related
-// One RELATED edge per (subject, predicate, object): weight = the number of chunks asserting it
-// (its Relation nodes), descriptions = their distinct descriptions, most asserted first. Recomputed
-// after any write or removal of such a Relation, so the weight goes down with deleted documents
-// and the edge goes at 0; ties in order are broken by text, so every history gives the same edge.
-UNWIND $rows AS r
-MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
-WITH a, b, r,
-     COUNT { (a)-[:SUBJECT_OF]->(:Relation {predicate: r.p})-[:OBJECT]->(b) } AS n,
-     COLLECT {
-       MATCH (a)-[:SUBJECT_OF]->(x:Relation {predicate: r.p})-[:OBJECT]->(b)
-       WHERE x.description IS NOT NULL
-       WITH x.description AS d, count(*) AS k ORDER BY k DESC, d
-       RETURN d LIMIT $max_descriptions
-     } AS ds,
-     COLLECT {
-       MATCH (a)-[:SUBJECT_OF]->(x:Relation {predicate: r.p})-[:OBJECT]->(b)
-       RETURN DISTINCT x.extractor AS ex ORDER BY ex
-     } AS xs
-OPTIONAL MATCH (a)-[old:RELATED {predicate: r.p}]->(b)
-FOREACH (_ IN CASE WHEN n = 0 AND old IS NOT NULL THEN [1] ELSE [] END | DELETE old)
-WITH a, b, r, n, ds, xs WHERE n > 0
-MERGE (a)-[e:RELATED {predicate: r.p}]->(b)
-SET e.weight = n, e.extractors = xs,
-    e.descriptions = CASE WHEN size(ds) > 0 THEN ds END,
-    e.description = CASE WHEN size(ds) > 0 THEN reduce(s = head(ds), d IN tail(ds) | s + ' ' + d) END;
+// Shared aggregates (graphstrata/ingest/tally.py): each entity, term and RELATED edge keeps in
+// `_tally` (JSON) the counts of the per-chunk records it is made of, and the properties derived from
+// them. A write reads the committed tallies of what it changed (after taking their locks), adds the
+// records it wrote, subtracts those of the documents it removed, and sets the result; an aggregate
+// without a tally (new, or written before tallies) is counted once from its records.
 
-// name: refresh_entities
-// An entity's shared properties, derived from its MENTIONS records (write_mentions), so they do not
-// depend on which document came first:
-//   name         the surface form most chunks use (ties: alphabetical);
-//   type         the most frequent type given by an LLM or the user, else the spaCy NER label, else
-//                the no-LLM extractor's type;
-//   descriptions distinct per-chunk descriptions, most asserted first; description joins them;
-//   extractors   every extractor that saw it (the spaCy pass counts as 'spacy'); source the primary.
+// name: entities_tallies
 UNWIND $rows AS r
 MATCH (e:Entity {id: r.id})
-WITH e,
-     COLLECT {
-       MATCH (:Chunk)-[m:MENTIONS]->(e) WHERE m.name IS NOT NULL
-       WITH m.name AS name, count(*) AS k ORDER BY k DESC, name
-       RETURN name LIMIT 1
-     } AS names,
-     COLLECT {
-       MATCH (:Chunk)-[m:MENTIONS]->(e)
-       UNWIND [[0, CASE WHEN m.extractor IN ['llm', 'user'] THEN m.type END], [1, m.label],
-               [2, CASE WHEN m.extractor = 'spacy' THEN m.type END]] AS c
-       WITH c[0] AS rank, c[1] AS t WHERE t IS NOT NULL AND t <> 'UNKNOWN'
-       WITH rank, t, count(*) AS k ORDER BY rank, k DESC, t
-       RETURN t LIMIT 1
-     } AS types,
-     COLLECT {
-       MATCH (:Chunk)-[m:MENTIONS]->(e) WHERE m.description IS NOT NULL
-       WITH m.description AS d, count(*) AS k ORDER BY k DESC, d
-       RETURN d LIMIT $max_descriptions
-     } AS ds,
-     COLLECT {
-       MATCH (:Chunk)-[m:MENTIONS]->(e)
-       UNWIND [m.extractor, CASE WHEN m.label IS NOT NULL THEN 'spacy' END] AS x
-       WITH DISTINCT x WHERE x IS NOT NULL
-       RETURN x ORDER BY x
-     } AS xs
-SET e.name = coalesce(head(names), e.name),
-    e.type = coalesce(head(types), 'UNKNOWN'),
-    e.extractors = xs,
-    e.source = CASE WHEN 'llm' IN xs THEN 'llm' WHEN 'user' IN xs THEN 'user' ELSE 'spacy' END,
-    e.descriptions = CASE WHEN size(ds) > 0 THEN ds END,
-    e.description = CASE WHEN size(ds) > 0 THEN reduce(s = head(ds), d IN tail(ds) | s + ' ' + d) END;
+RETURN e.id AS id, e._tally AS tally;
+
+// name: entities_records
+// The MENTIONS records of entities without a tally (keys as graphstrata.ingest.tally.mention_facts reads).
+UNWIND $rows AS r
+MATCH (:Chunk)-[m:MENTIONS]->(e:Entity {id: r.id})
+RETURN e.id AS id, m.name AS name, m.label AS label, m.extractor AS extractor, m.type AS type,
+       m.description AS description;
+
+// name: set_entities
+// An entity's shared properties (graphstrata.ingest.tally.entity_properties): name, type, descriptions,
+// description, extractors, source. A null name (no chunk gives a surface form) keeps the current one.
+UNWIND $rows AS r
+MATCH (e:Entity {id: r.id})
+SET e.name = coalesce(r.name, e.name), e.type = r.type, e.extractors = r.extractors, e.source = r.source,
+    e.descriptions = r.descriptions, e.description = r.description, e._tally = r.tally;
+
+// name: terms_tallies
+UNWIND $rows AS r
+MATCH (t:Term {id: r.id})
+RETURN t.id AS id, t._tally AS tally;
+
+// name: terms_records
+UNWIND $rows AS r
+MATCH (:Chunk)-[h:HAS_TERM]->(t:Term {id: r.id})
+RETURN t.id AS id, h.name AS name, h.type AS type;
+
+// name: set_terms
+// A term's name and type: the pair most chunks give (graphstrata.ingest.tally.term_properties). (A
+// term no chunk has any more is deleted with its last document.)
+UNWIND $rows AS r
+MATCH (t:Term {id: r.id})
+SET t.name = coalesce(r.name, t.name), t.type = CASE WHEN r.name IS NULL THEN t.type ELSE r.type END,
+    t._tally = r.tally;
+
+// name: related_tallies
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a})-[e:RELATED {predicate: r.p}]->(b:Entity {id: r.b})
+RETURN r.a AS a, r.p AS p, r.b AS b, e._tally AS tally;
+
+// name: related_records
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a})-[:SUBJECT_OF]->(x:Relation {predicate: r.p})-[:OBJECT]->(b:Entity {id: r.b})
+RETURN r.a AS a, r.p AS p, r.b AS b, x.description AS description, x.extractor AS extractor;
+
+// name: set_related
+// One RELATED edge per (subject, predicate, object) (graphstrata.ingest.tally.related_properties):
+// weight = the number of chunks asserting it (its Relation nodes), descriptions = their distinct
+// descriptions, most asserted first; at weight 0 the edge goes.
+UNWIND $rows AS r
+MATCH (a:Entity {id: r.a}), (b:Entity {id: r.b})
+OPTIONAL MATCH (a)-[old:RELATED {predicate: r.p}]->(b)
+FOREACH (_ IN CASE WHEN r.weight = 0 AND old IS NOT NULL THEN [1] ELSE [] END | DELETE old)
+WITH a, b, r WHERE r.weight > 0
+MERGE (a)-[e:RELATED {predicate: r.p}]->(b)
+SET e.weight = r.weight, e.extractors = r.extractors, e.descriptions = r.descriptions,
+    e.description = r.description, e._tally = r.tally;
 
 // name: document_refs
-// What a document's removal changes beyond its own nodes: the entities its chunks mention and the
-// RELATED signatures its Relation nodes support (both refreshed after the removal).
+// A document's records in the shared aggregates, subtracted when it is removed: its chunks' MENTIONS
+// and HAS_TERM records and its Relation nodes.
 MATCH (d:Document {id: $id})
 RETURN
-  COLLECT { MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:MENTIONS]->(e:Entity) RETURN DISTINCT e.id AS id } AS entities,
-  COLLECT { MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_TERM]->(t:Term) RETURN DISTINCT t.id AS id } AS terms,
+  COLLECT {
+    MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[m:MENTIONS]->(e:Entity)
+    RETURN {id: e.id, name: m.name, label: m.label, extractor: m.extractor, type: m.type,
+            description: m.description} AS m
+  } AS mentions,
+  COLLECT {
+    MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[h:HAS_TERM]->(t:Term) RETURN {id: t.id, name: h.name, type: h.type} AS h
+  } AS terms,
   COLLECT {
     MATCH (d)-[:HAS_CHUNK]->(:Chunk)-[:HAS_RELATION]->(x:Relation),
           (a:Entity)-[:SUBJECT_OF]->(x)-[:OBJECT]->(b:Entity)
-    RETURN DISTINCT [a.id, x.predicate, b.id] AS sig
-  } AS related;
+    RETURN {a: a.id, p: x.predicate, b: b.id, description: x.description, extractor: x.extractor} AS x
+  } AS relations;
 
 // name: document_chunks
 // The stored text of a document's chunks and sub-chunks, and how they were analysed, to undo its contributions.

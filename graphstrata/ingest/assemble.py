@@ -142,7 +142,7 @@ def assemble_rows(p: PreparedDoc, vectors: BatchVectors) -> None:
             p.keyword_links.append({"keyword": keyword_id(term), "sub": s["id"], "count": len(idx)})
     # the knowledge graph: one MENTIONS row per (chunk, extracted entity) with what the chunk's
     # extraction says of it, and the spaCy pass's count and NER label when it saw the same name
-    # (refresh_entities aggregates them)
+    # (set_entities aggregates them)
     mentions: dict[str, dict[str, dict]] = defaultdict(dict)
     for c in p.chunks:
         x = p.extractions.get(c["id"])

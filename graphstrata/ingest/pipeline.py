@@ -9,9 +9,10 @@ Extraction (one :class:`ChunkExtraction` per chunk, from the LLM, spaCy or the u
 chunk: a title and description (DA-RAG §4.1 chunk layer), entities merged by normalised name into
 the same ``Entity`` nodes the spaCy pass makes, relations as both ``RELATED`` edges and nodalized
 ``Relation`` nodes (NodeRAG R), and ``SemanticUnit`` nodes (NodeRAG S). What several chunks share
-(an entity's type and descriptions, a ``RELATED`` edge's weight and descriptions) is recomputed
-from the per-chunk records in the graph after every write or removal that touches it, so any
-history of ingests, replacements and deletions ends in the graph a fresh ingest would build.
+(an entity's type and descriptions, a ``RELATED`` edge's weight and descriptions) is kept as counts
+of the per-chunk records, updated by every write or removal that touches it
+(:mod:`graphstrata.ingest.tally`), so any history of ingests, replacements and deletions ends in
+the graph a fresh ingest would build.
 """
 
 from __future__ import annotations

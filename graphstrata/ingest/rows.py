@@ -91,20 +91,6 @@ class PreparedDoc:
     relations: list[dict] = field(default_factory=list)
 
 
-@dataclass
-class Touched:
-    """Shared aggregates a transaction changed, to recompute from the per-chunk records at its end."""
-
-    entities: set[str] = field(default_factory=set)
-    related: set[tuple[str, str, str]] = field(default_factory=set)  # (subject id, predicate, object id)
-    terms: set[str] = field(default_factory=set)
-
-    def update(self, other: Touched) -> None:
-        self.entities |= other.entities
-        self.related |= other.related
-        self.terms |= other.terms
-
-
 def extraction_rows(p: PreparedDoc) -> None:
     """Chunk title/description/status, semantic units and relations of one document (no vectors yet)."""
     failed = {f["chunk"] for f in p.failed}

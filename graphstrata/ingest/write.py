@@ -1,11 +1,14 @@
 """Writing prepared documents: one transaction per group of whole documents, shared aggregates
-locked in id order and recomputed from the per-chunk records, a replaced document's contribution
-subtracted in the same transaction (see :mod:`graphstrata.ingest.pipeline`)."""
+locked in id order and brought up to the records written and removed (:mod:`graphstrata.ingest.tally`),
+a replaced document's contribution subtracted in the same transaction (see
+:mod:`graphstrata.ingest.pipeline`)."""
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Callable
+from typing import Any
 
 from neo4j import ManagedTransaction
 from neo4j.exceptions import DriverError, Neo4jError
@@ -14,7 +17,21 @@ from graphstrata.cypher import query
 from graphstrata.db import Database, TransactionTooLarge, tx_write_batches
 from graphstrata.ingest.errors import ConcurrentChange, IngestWriteError, doc_name
 from graphstrata.ingest.options import IngestOptions
-from graphstrata.ingest.rows import Contribution, PreparedDoc, Touched
+from graphstrata.ingest.rows import Contribution, PreparedDoc
+from graphstrata.ingest.tally import (
+    Changes,
+    Delta,
+    Tally,
+    dump,
+    entity_properties,
+    from_records,
+    load,
+    mention_facts,
+    related_properties,
+    relation_facts,
+    term_facts,
+    term_properties,
+)
 from graphstrata.text.names import keyword_id
 
 log = logging.getLogger(__name__)
@@ -81,10 +98,10 @@ class GraphWriter:
             if now["sha256"] != p.old_sha:
                 raise ConcurrentChange(p.doc.source)
             todo.append(p)
-        touched = Touched()
+        changes = Changes()
         for p in todo:
             if p.old_sha is not None:
-                touched.update(self._remove_document(tx, p.doc.id, p.removes))
+                self._remove_document(tx, p.doc.id, p.removes, changes)
                 tx.run(query("ingest.lock_documents"), ids=[p.doc.id]).consume()
         adds = Contribution()
         for p in todo:
@@ -135,10 +152,13 @@ class GraphWriter:
         self._run(tx, "link_unit_entities", [u for p in todo for u in p.unit_links])
         self._run(tx, "write_relations", [r for p in todo for r in p.relations])
         for p in todo:
-            touched.entities.update(m["entity"] for m in p.mentions)
-            touched.terms.update(t["term"] for t in p.term_links)
-            touched.related.update((r["a"], r["predicate"], r["b"]) for r in p.relations)
-        self._refresh(tx, touched)
+            for m in p.mentions:
+                changes.entities.add(m["entity"], mention_facts(m))
+            for t in p.term_links:
+                changes.terms.add(t["term"], term_facts(t))
+            for r in p.relations:
+                changes.related.add((r["a"], r["predicate"], r["b"]), relation_facts(r))
+        self._refresh(tx, changes)
         self._run(tx, "set_documents", doc_rows)
         return {p.doc.id for p in todo}
 
@@ -158,34 +178,80 @@ class GraphWriter:
         if ids and (gone := [r["id"] for r in tx.run(query(f"ingest.{name}"), ids=ids)]):
             raise ConcurrentChange(f"{len(gone)} node(s) deleted by a concurrent transaction, e.g. {gone[0]}")
 
-    def _refresh(self, tx: ManagedTransaction, touched: Touched) -> None:
-        """Recompute entity and RELATED aggregates from what the graph now holds (see module doc)."""
+    def _refresh(self, tx: ManagedTransaction, changes: Changes) -> None:
+        """Bring entity, term and RELATED aggregates up to this transaction's records (see
+        :mod:`graphstrata.ingest.tally`)."""
         limit = self.options.max_descriptions
-        related = [{"a": a, "p": pred, "b": b} for a, pred, b in sorted(touched.related)]
-        self._run(tx, "refresh_related", related, max_descriptions=limit)
-        self._run(tx, "refresh_entities", [{"id": e} for e in sorted(touched.entities)], max_descriptions=limit)
-        self._run(tx, "refresh_terms", [{"id": t} for t in sorted(touched.terms)])
+        self._aggregate(tx, "related", changes.related, relation_facts, lambda t: related_properties(t, limit))
+        self._aggregate(tx, "entities", changes.entities, mention_facts, lambda t: entity_properties(t, limit))
+        self._aggregate(tx, "terms", changes.terms, term_facts, term_properties)
 
-    def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution) -> Touched:
-        """Delete a document's nodes and subtract its counts; returns the aggregates to refresh."""
+    def _aggregate(
+        self,
+        tx: ManagedTransaction,
+        kind: str,
+        delta: Delta,
+        facts: Callable[[dict], dict],
+        derive: Callable[[Tally], dict[str, Any]],
+    ) -> None:
+        """The committed tally of each changed aggregate plus the records added, minus those removed.
+
+        An aggregate without a tally is counted from its records (which then already hold this
+        transaction's); one that does not exist (yet) gets what this transaction adds: a RELATED
+        edge is gone only with an entity no chunk mentions any more, whose relations are all gone too.
+        """
+        keys = delta.keys()
+        if not keys:
+            return
+        key_rows = [_key_row(kind, k) for k in keys]
+        committed = {_key(kind, r): r["tally"] for r in tx.run(query(f"ingest.{kind}_tallies"), rows=key_rows)}
+        untallied = [_key_row(kind, k) for k in keys if k in committed and committed[k] is None]
+        records: dict[Any, list[dict]] = defaultdict(list)
+        for r in tx.run(query(f"ingest.{kind}_records"), rows=untallied) if untallied else ():
+            records[_key(kind, r)].append(dict(r))
+        rows = []
+        for k in keys:
+            if k not in committed:
+                tally = delta.applied(k, {}, removes=False)
+            elif committed[k] is None:
+                tally = from_records(records[k], facts)
+            else:
+                tally = delta.applied(k, load(committed[k]))
+            rows.append({**_key_row(kind, k), **derive(tally), "tally": dump(tally)})
+        self._run(tx, f"set_{kind}", rows)
+
+    def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution, changes: Changes) -> None:
+        """Delete a document's nodes and subtract its counts and records (into ``changes``)."""
         refs = tx.run(query("ingest.document_refs"), id=doc_id).single()
-        touched = Touched()
         if refs is not None:
-            touched.entities.update(refs["entities"])
-            touched.related.update(tuple(r) for r in refs["related"])
-        self._lock_entities(tx, touched.entities | {e for a, _, b in touched.related for e in (a, b)})
-        if refs is not None:
-            touched.terms.update(refs["terms"])
-        self._lock(tx, "terms", touched.terms)
+            for m in refs["mentions"]:
+                changes.entities.add(m["id"], mention_facts(m), removed=True)
+            for t in refs["terms"]:
+                changes.terms.add(t["id"], term_facts(t), removed=True)
+            for r in refs["relations"]:
+                changes.related.add((r["a"], r["p"], r["b"]), relation_facts(r), removed=True)
+        ends = {e for a, _, b in changes.related.removes for e in (a, b)}
+        self._lock_entities(tx, set(changes.entities.removes) | ends)
+        self._lock(tx, "terms", set(changes.terms.removes))
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:
             FAULT_HOOK("delete_document_nodes")
         tx.run(query("ingest.delete_document_nodes"), id=doc_id).consume()
-        return touched
 
     def delete_tx(self, tx: ManagedTransaction, doc_id: str, sha: str, removes: Contribution) -> None:
         committed = {r["id"]: r["sha256"] for r in tx.run(query("ingest.lock_documents"), ids=[doc_id])}
         if committed.get(doc_id) != sha:
             raise ConcurrentChange(doc_id)
-        self._refresh(tx, self._remove_document(tx, doc_id, removes))
+        changes = Changes()
+        self._remove_document(tx, doc_id, removes, changes)
+        self._refresh(tx, changes)
+
+
+def _key_row(kind: str, key: Any) -> dict:
+    """An aggregate's key as the parameters of its statements: (subject, predicate, object) for RELATED."""
+    return {"a": key[0], "p": key[1], "b": key[2]} if kind == "related" else {"id": key}
+
+
+def _key(kind: str, row: Any) -> Any:
+    return (row["a"], row["p"], row["b"]) if kind == "related" else row["id"]
