@@ -22,7 +22,7 @@ import pytest
 from graphstrata.config import Settings
 from graphstrata.db import Database
 from graphstrata.embed import get_embedder
-from graphstrata.retrieval import sgrag as sgrag_module
+from graphstrata.retrieval import sgrag_model as sgrag_module
 from graphstrata.retrieval.base import get_retriever
 from graphstrata.retrieval.sgrag_query import QUERY_GRAPH_PROMPT, spacy_query_graph
 from graphstrata.text.names import normalize_name

@@ -15,6 +15,16 @@ WHERE node.id IS NOT NULL
 WITH node, score ORDER BY score DESC LIMIT $k
 RETURN node.id AS id, node.name AS name, node.normalized AS normalized, score, 2 * score - 1 AS cosine;
 
+// name: nearest_entities
+// The same lookup for several query nodes at once ($rows: {key, vector}): each one's nearest entity.
+UNWIND $rows AS r
+CALL (r) {
+  CALL db.index.vector.queryNodes('entity_embedding', $candidates, r.vector) YIELD node, score
+  WITH node, score WHERE node.id IS NOT NULL
+  RETURN node, score ORDER BY score DESC LIMIT 1
+}
+RETURN r.key AS key, node.id AS id, node.name AS name, node.normalized AS normalized, score, 2 * score - 1 AS cosine;
+
 // name: expand
 // One hop of the candidate-subgraph expansion: RELATED neighbours of the frontier entities, the most
 // relevant first (linked to most frontier entities, then by summed edge weight; id for ties), so a

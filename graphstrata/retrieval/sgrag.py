@@ -30,15 +30,9 @@ retrieval of multi-constraint factual questions by subgraph matching over the en
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
-import threading
 from collections import Counter
 from collections.abc import Hashable
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -46,21 +40,13 @@ from pydantic import Field, field_validator
 from graphstrata import limits
 from graphstrata.algorithms.sgrag import (
     DataGraph,
-    DominanceConfig,
-    DominanceEmbedder,
     Edge,
     QueryGraph,
-    Star,
-    fit_dominance,
-    from_record,
     match_query,
     one_hop_subgraph,
-    to_record,
 )
 from graphstrata.algorithms.sgrag.assemble import fallback_anchors
-from graphstrata.algorithms.sgrag.model import RECORD_VERSION
 from graphstrata.cypher import query
-from graphstrata.db import Database
 from graphstrata.retrieval.base import (
     TOP_K,
     RetrievalError,
@@ -74,6 +60,7 @@ from graphstrata.retrieval.base import (
 )
 from graphstrata.retrieval.linking import mentioned_entities
 from graphstrata.retrieval.sgrag_context import Nearby, subgraph_items
+from graphstrata.retrieval.sgrag_model import dominance_model, graph_state
 from graphstrata.retrieval.sgrag_query import QUERY_GRAPH_PROMPT, QueryGraphSpec, spacy_query_graph
 from graphstrata.retrieval.shared import beside
 from graphstrata.text.names import normalize_name
@@ -132,79 +119,6 @@ class SGRAGParams(RetrieverParams):
         return v
 
 
-# --- the dominance model M (§4.2, Appendix C) ----------------------------------------------------
-# (bolt uri, database) → (graph state, model or None, facts about it); one lock: concurrent first queries
-# wait for one training run instead of each training its own.
-_MODELS: dict[tuple[str, str], tuple[str, DominanceEmbedder | None, dict[str, Any]]] = {}
-_MODEL_LOCK = threading.Lock()
-
-
-def graph_state(db: Database) -> str:
-    """The key a trained model is valid for: the meta stamp plus entity and RELATED counts."""
-    row = db.read_one(query("sgrag.graph_state")) or {}
-    return f"{row.get('updated')}|{row.get('entities')}|{row.get('related')}"
-
-
-def model_path(cache_dir: Path, db: Database, state: str) -> Path:
-    """Where the model trained for this database and graph state is kept (derived data, like the LLM cache;
-    kept out of the graph so the stored schema stays what docs/data-model.md describes)."""
-    key = hashlib.sha256(f"{db.uri}|{db.database}|{state}|{RECORD_VERSION}".encode()).hexdigest()[:24]
-    return Path(cache_dir) / "sgrag" / f"dominance-{key}.json"
-
-
-def train_dominance_model(
-    db: Database, config: DominanceConfig | None = None, *, cache_dir: Path | None = None
-) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
-    """Fit ``M`` on the stars of the corpus graph (every entity with RELATED neighbours) and keep it under
-    ``cache_dir`` (if given); ``None`` when the graph has no RELATED edge to learn from."""
-    state = graph_state(db)
-    rows = db.read(query("sgrag.corpus_stars"))
-    if not rows:
-        return None, {"graph_state": state, "source": "none", "reason": "no RELATED edges to train on"}
-    cfg = config or DominanceConfig()
-    embedder, report = fit_dominance([Star.of(r["label"], r["leaves"]) for r in rows], cfg)
-    info: dict[str, Any] = {"graph_state": state, "source": "trained", **asdict(report)}
-    if cache_dir is not None:
-        path = model_path(cache_dir, db, state)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as f:
-                json.dump(to_record(embedder, cfg, report) | {"graph_state": state}, f)
-            os.replace(f.name, path)  # atomic: a concurrent reader sees the old file or the whole new one
-        except OSError as e:  # e.g. a read-only cache: the model still serves this process
-            info["store_error"] = str(e)[:300]
-    return embedder, info
-
-
-def dominance_model(
-    db: Database, cache_dir: Path | None = None, *, train: bool = True
-) -> tuple[DominanceEmbedder | None, dict[str, Any]]:
-    """``M`` for the graph as it is now: from this process's cache, else the cache file, else trained
-    (unless ``train`` is false: then None, and the exact check alone decides, with the same results)."""
-    key = (db.uri, db.database)
-    state = graph_state(db)
-    with _MODEL_LOCK:
-        hit = _MODELS.get(key)
-        if hit is not None and hit[0] == state:
-            return hit[1], {**hit[2], "source": "memory"}
-        embedder: DominanceEmbedder | None = None
-        path = model_path(cache_dir, db, state) if cache_dir is not None else None
-        if path is not None and path.exists():
-            try:
-                record = json.loads(path.read_text())
-                if record.get("graph_state") == state:
-                    embedder, _, report = from_record(record)
-                    info: dict[str, Any] = {"graph_state": state, "source": "stored", **asdict(report)}
-            except (OSError, ValueError, KeyError, TypeError):  # unreadable, another version, damaged: train anew
-                embedder = None
-        if embedder is None:
-            if not train:
-                return None, {"graph_state": state, "source": "not trained yet"}
-            embedder, info = train_dominance_model(db, cache_dir=cache_dir)
-        _MODELS[key] = (state, embedder, info)
-        return embedder, info
-
-
 # --- the retriever --------------------------------------------------------------------------------
 @register
 class SGRAGRetriever(Retriever):
@@ -219,6 +133,8 @@ class SGRAGRetriever(Retriever):
         notes: dict[str, Any] = {"fallback": False}
         # the passages' order (the question's vector and its nearest chunks) is found beside the parse
         nearby = beside(lambda: Nearby.of(self.db, self.embed_query(question, True))) if p.passages else None
+        # and the graph state the dominance model is keyed by: a round trip that needs nothing else
+        state = beside(graph_state, self.db) if p.dominance else None
         with t.stage("query_graph"):
             spec, source = self._query_graph(question, p, notes)
         notes["query_graph"] = spec.model_dump()
@@ -247,11 +163,13 @@ class SGRAGRetriever(Retriever):
         notes["candidate_nodes"] = len(graph)
         notes["candidate_edges"] = len(graph.edges)
         embedder = None
-        if p.dominance and qg.edges:
+        if state is not None and qg.edges:
             with t.stage("dominance_model"):
                 # a request under a deadline (the HTTP server) never trains M: training takes seconds
                 # to minutes on a large graph and would outlive the request; the filter is then skipped
-                embedder, model_info = dominance_model(self.db, self.settings.cache_dir, train=limits.current() is None)
+                embedder, model_info = dominance_model(
+                    self.db, self.settings.cache_dir, train=limits.current() is None, state=state.result()
+                )
             notes["dominance"] = {"used": embedder is not None, "model": model_info}
         with t.stage("match"):
             if qg.edges:
@@ -379,16 +297,12 @@ class SGRAGRetriever(Retriever):
         below: dict[str, dict[str, Any]] = {}
         if missing:
             vectors = self.embedder.embed([n.label for n in missing])
-            for n, v in zip(missing, vectors, strict=True):
-                # over-fetch (HNSW's k is its beam width); the index scores (1 + cos) / 2
-                hits = self.db.read(
-                    query("sgrag.similar_entities"), k=1, candidates=hnsw_candidates(1), vector=v.tolist()
-                )
-                if hits:  # below min_similarity: kept aside for the fallback
-                    (out if hits[0]["cosine"] >= p.min_similarity else below)[n.id] = {
-                        **hits[0],
-                        "score": hits[0]["cosine"],
-                    }
+            rows = [{"key": n.id, "vector": v.tolist()} for n, v in zip(missing, vectors, strict=True)]
+            # every label's nearest entity in one round trip; below min_similarity: kept for the fallback
+            read = self.db.read(query("sgrag.nearest_entities"), rows=rows, candidates=hnsw_candidates(1))
+            hits = {h["key"]: h for h in read}
+            for hit in (hits[n.id] for n in missing if n.id in hits):
+                (out if hit["cosine"] >= p.min_similarity else below)[hit["key"]] = {**hit, "score": hit["cosine"]}
         if out:
             return out
         # None passed min_similarity: Algorithm 3 has no threshold, so fall back to it (the query node
@@ -429,9 +343,13 @@ class SGRAGRetriever(Retriever):
                 rows = rows[:room]
             frontier = [r["id"] for r in rows]
             seen.extend(frontier)
+        # the nodes and the edges among them: two independent round trips, side by side
+        edge_read = beside(
+            lambda: self.db.read(query("sgrag.induced_edges"), ids=seen, anchors=anchors, limit=p.max_edges + 1)
+        )
         rows = self.db.read(query("sgrag.induced"), ids=seen)
         info = {r["id"]: r for r in rows}
-        found = self.db.read(query("sgrag.induced_edges"), ids=seen, anchors=anchors, limit=p.max_edges + 1)
+        found = edge_read.result()
         if len(found) > p.max_edges:
             notes["truncated_edges"] = f"kept the {p.max_edges} edges at the anchors or heaviest (max_edges)"
             found = found[: p.max_edges]
