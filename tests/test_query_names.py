@@ -27,6 +27,10 @@ DYNAMIC = {
     'f"augment.{stored}_new"': ["augment.similar_new", "augment.semantic_edges_new"],
     'f"augment.{stored}_lists"': ["augment.similar_lists", "augment.semantic_edges_lists"],
     'f"augment.{stored}_linked"': ["augment.similar_linked", "augment.semantic_edges_linked"],
+    # ingest/write.py _aggregate: kind = entities | terms | related (and _run(tx, f"set_{kind}"))
+    'f"ingest.{kind}_tallies"': [f"ingest.{k}_tallies" for k in ("entities", "terms", "related")],
+    'f"ingest.{kind}_records"': [f"ingest.{k}_records" for k in ("entities", "terms", "related")]
+    + [f"ingest.set_{k}" for k in ("entities", "terms", "related")],
 }
 
 

@@ -137,10 +137,16 @@ def test_a_history_of_writes_keeps_every_aggregate_equal_to_its_records(gs: Grap
     check_against_records(graph)
     gs.delete("nobel")
     check_against_records(graph)
+    # two replaced in one transaction, each with entities of its own that its removal deletes
+    sorbonne = DOCS[3][1].replace("Sorbonne", "College de France")
+    report = gs.ingest_texts([("sorbonne", sorbonne), ("pierre", DOCS[1][1].replace("Paris", "Sceaux"))], OPTS)
+    assert report.documents_replaced == 2
+    check_against_records(graph)
     # a tally that is dumped is what a fresh ingest of the end state writes
     incremental = snapshot(graph)
     wipe(graph)
-    gs.ingest_texts([("curie", DOCS[0][1].replace("Warsaw", "Krakow")), DOCS[1], DOCS[3]], OPTS)
+    curie, pierre = DOCS[0][1].replace("Warsaw", "Krakow"), DOCS[1][1].replace("Paris", "Sceaux")
+    gs.ingest_texts([("curie", curie), ("pierre", pierre), ("sorbonne", sorbonne)], OPTS)
     assert snapshot(graph) == incremental
 
 

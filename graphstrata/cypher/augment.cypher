@@ -103,14 +103,17 @@ MERGE (n)-[:IN_COMMUNITY]->(c);
 // name: community_members
 // Texts (the first $cap by id) and entity names (best-connected first, ties by name) of one batch of
 // communities, for their high-level elements: in a fixed order, so re-runs write the same summaries and
-// titles.
+// titles. Connected counts the edges of G2, the graph Leiden ran on (MENTIONS, SUBJECT_OF, OBJECT,
+// HAS_ATTRIBUTE): the SIMILAR and SYNONYM edges the other augment lane writes meanwhile must not
+// reorder them.
 UNWIND $ids AS cid
 MATCH (c:Community {id: cid})
 RETURN c.id AS id,
        COLLECT { MATCH (u)-[:IN_COMMUNITY]->(c) WHERE u:SemanticUnit OR u:Attribute
                  WITH u ORDER BY u.id RETURN u {.id, .text, .embedding} LIMIT $cap } AS texts,
        COLLECT { MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
-                 WITH e ORDER BY COUNT { (e)--() } DESC, e.name, e.id RETURN e.name LIMIT 5 } AS names;
+                 WITH e ORDER BY COUNT { (e)-[:MENTIONS|SUBJECT_OF|OBJECT|HAS_ATTRIBUTE]-() } DESC, e.name, e.id
+                 RETURN e.name LIMIT 5 } AS names;
 
 // name: write_high_level
 UNWIND $rows AS r

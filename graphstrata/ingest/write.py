@@ -223,16 +223,16 @@ class GraphWriter:
     def _remove_document(self, tx: ManagedTransaction, doc_id: str, removes: Contribution, changes: Changes) -> None:
         """Delete a document's nodes and subtract its counts and records (into ``changes``)."""
         refs = tx.run(query("ingest.document_refs"), id=doc_id).single()
-        if refs is not None:
-            for m in refs["mentions"]:
-                changes.entities.add(m["id"], mention_facts(m), removed=True)
-            for t in refs["terms"]:
-                changes.terms.add(t["id"], term_facts(t), removed=True)
-            for r in refs["relations"]:
-                changes.related.add((r["a"], r["p"], r["b"]), relation_facts(r), removed=True)
-        ends = {e for a, _, b in changes.related.removes for e in (a, b)}
-        self._lock_entities(tx, set(changes.entities.removes) | ends)
-        self._lock(tx, "terms", set(changes.terms.removes))
+        mentions, terms, relations = (refs["mentions"], refs["terms"], refs["relations"]) if refs else ([], [], [])
+        for m in mentions:
+            changes.entities.add(m["id"], mention_facts(m), removed=True)
+        for t in terms:
+            changes.terms.add(t["id"], term_facts(t), removed=True)
+        for r in relations:
+            changes.related.add((r["a"], r["p"], r["b"]), relation_facts(r), removed=True)
+        # this document's own (an earlier removal in the group may have deleted another's)
+        self._lock_entities(tx, {m["id"] for m in mentions} | {e for r in relations for e in (r["a"], r["b"])})
+        self._lock(tx, "terms", {t["id"] for t in terms})
         self._run(tx, "subtract_cooccurrence", removes.cooc_rows())
         self._run(tx, "subtract_keywords", removes.keyword_rows(), batch_size=200)
         if FAULT_HOOK is not None:
