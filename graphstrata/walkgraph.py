@@ -73,10 +73,14 @@ class WalkGraph:
         types: frozenset[str] | None = None,
         *,
         from_seeds: bool = False,
+        tolerance: float = 0.0,
     ) -> np.ndarray:
-        """Personalized PageRank from `weights` (node id -> seed weight) over the edges of `types`."""
+        """Personalized PageRank from `weights` (node id -> seed weight) over the edges of `types`
+        (``tolerance``: the pushes' ε, algorithms/ppr.py; 0: exact)."""
         v = self.seed_vector(weights)
-        return personalized_pagerank(self.transition(types), v, damping, iterations, from_seeds=from_seeds)
+        return personalized_pagerank(
+            self.transition(types), v, damping, iterations, from_seeds=from_seeds, tolerance=tolerance
+        )
 
     def neighbours(self, node: str, types: frozenset[str], label: str) -> list[str]:
         """The nodes of `label` joined to `node` by an edge of `types`."""

@@ -100,3 +100,49 @@ def test_a_walk_from_few_seeds_equals_the_dense_iteration(
     ours = personalized_pagerank(transition_matrix(n, edges[:, 0], edges[:, 1]), s, 0.85, iterations, from_seeds=True)
     np.testing.assert_allclose(ours, pi, atol=1e-14, rtol=1e-10)
     assert np.count_nonzero(ours) == np.count_nonzero(pi)  # the walk reached the same nodes, and only those
+
+
+@pytest.mark.parametrize("from_seeds", [False, True])
+def test_pushes_without_tolerance_are_the_iteration(from_seeds: bool) -> None:
+    """A tolerance below every residual pushes every node every round: the K-iteration scores."""
+    g = nx.barabasi_albert_graph(300, 2, seed=3)  # hubs, as a corpus's entities
+    edges = np.array(list(g.edges()))
+    trans = transition_matrix(300, edges[:, 0], edges[:, 1])
+    seeds = np.zeros(300)
+    seeds[[5, 17, 250]] = [0.5, 0.3, 0.2]
+    for k in (2, 3, 10):
+        exact = personalized_pagerank(trans, seeds, 0.5, k, from_seeds=from_seeds)
+        pushed = personalized_pagerank(trans, seeds, 0.5, k, from_seeds=from_seeds, tolerance=1e-300)
+        np.testing.assert_allclose(pushed, exact, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pushes_stay_within_their_bound_of_networkx_and_keep_the_top(seed: int) -> None:
+    """Converged (enough rounds), every node is within tolerance x its edges / (1 - d) of networkx's
+    personalized PageRank (Andersen, Chung & Lang's residual bound), and the top ten are networkx's."""
+    rng = np.random.default_rng(seed)
+    g = nx.barabasi_albert_graph(2000, 3, seed=seed)
+    edges = np.array(list(g.edges()))
+    trans = transition_matrix(2000, edges[:, 0], edges[:, 1])
+    seeds = np.zeros(2000)
+    seeds[rng.choice(2000, 20, replace=False)] = rng.random(20)
+    ref = nx.pagerank(g, alpha=0.5, personalization=dict(enumerate(seeds)), tol=1e-14, max_iter=1000)
+    ref = np.array([ref[i] for i in range(2000)])
+    degree = np.diff(trans.indptr)
+    for tolerance in (1e-4, 1e-5):
+        pushed = personalized_pagerank(trans, seeds, 0.5, 200, tolerance=tolerance)
+        assert np.all(np.abs(pushed - ref) <= tolerance * degree / 0.5 + 1e-12)
+        assert set(np.argsort(-pushed)[:10]) == set(np.argsort(-ref)[:10])
+
+
+def test_pushes_stay_near_the_seeds() -> None:
+    """On a path from one end, the exact walk reaches every node within its rounds; the pushes stop
+    where the residual falls below the tolerance, so the far nodes are never read."""
+    n = 200
+    trans = transition_matrix(n, np.arange(n - 1), np.arange(1, n))
+    seeds = np.zeros(n)
+    seeds[0] = 1.0
+    exact = personalized_pagerank(trans, seeds, 0.5, 40)
+    pushed = personalized_pagerank(trans, seeds, 0.5, 40, tolerance=1e-4)
+    assert np.count_nonzero(exact) == 40 and np.count_nonzero(pushed) < 15
+    assert np.abs(pushed - exact).max() < 1e-3

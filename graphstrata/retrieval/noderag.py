@@ -66,6 +66,13 @@ class NodeRAGParams(RetrieverParams):
     alpha: float = Field(0.5, gt=0, lt=1, description="PPR teleport probability (paper: 0.5)")
     iterations: int = Field(2, ge=1, le=50, description="PPR iterations t (paper: 2, 'shallow')")
     cross_k: int = Field(10, ge=0, le=100, description="cross nodes kept per retrievable type")
+    tolerance: float = Field(
+        0.0,
+        ge=0,
+        le=0.01,
+        description="PPR by residual pushes: a node passes its mass on once it holds more than this times its "
+        "edges (algorithms/ppr.py; 0: every node, the paper's recurrence exactly)",
+    )
     top_k: int | None = Field(None, ge=1, le=1000, description=f"{TOP_K} (default: every entry and cross node)")
     fact_k: int = Field(
         0,
@@ -194,7 +201,7 @@ class NodeRAGRetriever(Retriever):
         if not entry:
             return Retrieved([], Subgraph(), {"entities": names, "entities_from": source, "entry_points": 0})
         with t.stage("ppr"):
-            pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, WALKED, from_seeds=True)
+            pi = graph.ppr(seeds, 1 - p.alpha, p.iterations + 1, WALKED, from_seeds=True, tolerance=p.tolerance)
             ranked = [{"id": i, "label": label, "score": s} for i, label, s in graph.top(pi, max(200, 20 * p.cross_k))]
         score = {r["id"]: r["score"] for r in ranked}
         # cross nodes: the top cross_k of each retrievable type by PPR score
