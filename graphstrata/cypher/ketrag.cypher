@@ -53,17 +53,19 @@ CALL (seeds) {
   MATCH (s:Entity)-[:SUBJECT_OF|OBJECT]-(r:Relation)
   WHERE s.id IN ids AND r.id IS NOT NULL AND r.text IS NOT NULL
   WITH r, count(DISTINCT s) AS joined
-  WITH r.id AS id,
-       CASE WHEN r.subject IS NULL OR r.predicate IS NULL OR r.object IS NULL THEN r.text
-            ELSE '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
-                 CASE WHEN r.description IS NOT NULL AND coalesce(r.extractor, '') <> 'spacy'
-                      THEN ': ' + r.description ELSE '' END
-       END AS text,
-       joined,
+  WITH r, joined,
        CASE WHEN r.embedding IS NULL THEN 0.0 ELSE vector.similarity.cosine(r.embedding, $vector) END AS score
-  ORDER BY joined DESC, score DESC, id
+  ORDER BY joined DESC, score DESC, r.id
   LIMIT $limit
-  RETURN collect({id: id, text: text, seeds: joined, score: score}) AS relations
+  // the triples written out only for the relations kept (a hub seed has thousands)
+  RETURN collect({
+    id: r.id,
+    text: CASE WHEN r.subject IS NULL OR r.predicate IS NULL OR r.object IS NULL THEN r.text
+               ELSE '(' + r.subject + '; ' + r.predicate + '; ' + r.object + ')' +
+                    CASE WHEN r.description IS NOT NULL AND coalesce(r.extractor, '') <> 'spacy'
+                         THEN ': ' + r.description ELSE '' END
+          END,
+    seeds: joined, score: score}) AS relations
 }
 CALL () {
   WITH 1 AS one WHERE $keywords
