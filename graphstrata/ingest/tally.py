@@ -152,10 +152,9 @@ def entity_properties(t: Tally, max_descriptions: int) -> dict[str, Any]:
 
 def term_properties(t: Tally) -> dict[str, Any]:
     """The (name, type) pair most chunks give, ties by name then type (a missing type last)."""
-    forms = [json.loads(f) for f in t["forms"]]
-    if not forms:
+    counts = {tuple(json.loads(f)): k for f, k in t["forms"].items()}
+    if not counts:
         return {"name": None, "type": None}
-    counts = {tuple(f): t["forms"][json.dumps(f, ensure_ascii=False)] for f in forms}
     name, typ = min(counts, key=lambda nt: (-counts[nt], nt[0], nt[1] is None, nt[1] or ""))
     return {"name": name, "type": typ}
 
